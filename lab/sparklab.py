@@ -1,0 +1,799 @@
+#!/usr/bin/env python3
+"""sparklab -- the lab: N simulated DGX Sparks and a registry on one Linux machine.
+
+Every simulated Spark is a network namespace with its own mount/UTS/PID
+namespaces, its own sshd and its own dockerd (see lab/host-init.sh):
+
+    management  10.77.0.0/24     controller 10.77.0.1, registry 10.77.0.5:5000,
+                                 sparkN 10.77.0.(10+N) on interface enP7s7
+    fabric      192.168.77.0/24  sparkN 192.168.77.(10+N) on enp1s0f1np1, MTU 9000
+
+Nothing is routed out of the lab bridges. The hosts have no GPU and no RDMA:
+the lab installs clearly labelled stand-ins (lab/standins/) for nvidia-smi and
+nvidia-container-runtime-hook. Images are built from a debootstrap root,
+written straight into the lab registry through its HTTP API (no Docker engine
+and no internet registry on the controller), and cached by content.
+
+    lab/lab up [--hosts N] [--fresh]   bring the lab up (idempotent)
+    lab/lab down [--purge]             take it down; --purge also drops host disks
+    lab/lab status [--json]            what runs
+    lab/lab images                     build and push the lab images only
+    lab/lab ssh HOST [COMMAND...]      a shell on a simulated Spark
+"""
+import argparse
+import gzip
+import hashlib
+import http.client
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATE = os.environ.get("SPARKOPS_LAB_DIR", "/var/lib/sparkops-lab")
+CACHE = os.environ.get("SPARKOPS_LAB_CACHE", "/var/cache/sparkops-lab")
+STATE_FILE = os.path.join(STATE, "lab.json")
+SSH_DIR = os.path.join(STATE, "ssh")
+KEY = os.path.join(SSH_DIR, "id_ed25519")
+KNOWN_HOSTS = os.path.join(SSH_DIR, "known_hosts")
+
+MGMT_BRIDGE, FABRIC_BRIDGE = "splab-mgmt", "splab-fab"
+MGMT_PREFIX, FABRIC_PREFIX = "10.77.0", "192.168.77"
+CONTROLLER_IP = MGMT_PREFIX + ".1"
+REGISTRY_NS, REGISTRY_IP, REGISTRY_PORT = "sparkreg", MGMT_PREFIX + ".5", 5000
+REGISTRY = "%s:%d" % (REGISTRY_IP, REGISTRY_PORT)
+MGMT_IFACE, FABRIC_IFACE, FABRIC_MTU = "enP7s7", "enp1s0f1np1", 9000
+IPT_CHAIN = "SPARKOPS-LAB"
+MAX_HOSTS = 40
+
+RAY_VERSION = "2.60.0"
+DEBIAN_SUITE = "bookworm"
+BASE_PACKAGES = ["python3", "ca-certificates", "procps", "iproute2", "curl"]
+ENGINE_IMAGE = "sparkops/lab-engine"
+
+# apt package -> a file it provides; missing files get their packages installed
+NEEDED = {
+    "docker.io": "/usr/sbin/dockerd",
+    "docker-registry": "/usr/bin/docker-registry",
+    "openssh-server": "/usr/sbin/sshd",
+    "openssh-client": "/usr/bin/ssh-keygen",
+    "debootstrap": "/usr/sbin/debootstrap",
+    "tini": "/usr/bin/tini",
+    "iproute2": "/usr/sbin/ip",
+    "iptables": "/usr/sbin/iptables",
+    "util-linux": "/usr/bin/unshare",
+}
+
+
+class LabError(Exception):
+    """An error a person can act on: what was expected, what was found, what to do."""
+
+
+def log(msg):
+    print("lab: " + msg, flush=True)
+
+
+def run(argv, check=True, capture=True, **kw):
+    res = subprocess.run(argv, stdout=subprocess.PIPE if capture else None,
+                         stderr=subprocess.PIPE if capture else None, text=True, **kw)
+    if check and res.returncode != 0:
+        raise LabError("command failed (exit %d): %s\n%s" % (
+            res.returncode, " ".join(argv), (res.stderr or res.stdout or "").strip()[-2000:]))
+    return res
+
+
+def host_name(i):
+    return "spark%d" % i
+
+
+def host_dir(name):
+    return os.path.join(STATE, "hosts", name)
+
+
+def mgmt_ip(i):
+    return "%s.%d" % (MGMT_PREFIX, 10 + i)
+
+
+def fabric_ip(i):
+    return "%s.%d" % (FABRIC_PREFIX, 10 + i)
+
+
+def load_state():
+    try:
+        with open(STATE_FILE) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"hosts": {}, "registry_pid": None}
+    except ValueError as exc:
+        raise LabError("lab state file %s is corrupt (%s): run 'lab/lab down' then "
+                       "'lab/lab up'" % (STATE_FILE, exc))
+
+
+def save_state(state):
+    os.makedirs(STATE, exist_ok=True)
+    tmp = STATE_FILE + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(state, f, indent=2, sort_keys=True)
+    os.replace(tmp, STATE_FILE)
+
+
+def pid_alive(pid):
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie or a recycled pid is not ours
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return len(f.read()) > 0
+    except OSError:
+        return False
+
+
+def netns_exists(name):
+    return os.path.exists("/run/netns/" + name)
+
+
+def link_exists(name, netns=None):
+    argv = ["ip"] + (["-n", netns] if netns else []) + ["link", "show", name]
+    return run(argv, check=False).returncode == 0
+
+
+# --------------------------------------------------------------------------- preconditions
+
+def check_machine():
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root (network namespaces, mounts, dockerd); found uid %d: "
+                       "run it as root, e.g. 'sudo make lab'" % os.geteuid())
+    if not shutil.which("ip") and not os.path.exists(NEEDED["iproute2"]):
+        ensure_packages()
+    probe = "splab-probe-%d" % os.getpid()
+    res = run(["ip", "netns", "add", probe], check=False)
+    if res.returncode != 0:
+        raise LabError("network namespaces are not available here ('ip netns add' failed: %s); "
+                       "the lab needs a Linux machine (or VM) where root can create network "
+                       "namespaces" % res.stderr.strip())
+    run(["ip", "netns", "del", probe], check=False)
+
+
+def ensure_packages():
+    missing = [pkg for pkg, path in NEEDED.items() if not os.path.exists(path)]
+    if run(["/usr/bin/python3", "-c", "import requests"], check=False).returncode != 0:
+        missing.append("python3-requests")  # community.docker on the targets
+    if not missing:
+        return
+    if not shutil.which("apt-get"):
+        raise LabError("missing %s and no apt-get to install them: the lab expects Debian 12 "
+                       "or Ubuntu; install these packages by hand" % ", ".join(missing))
+    log("installing " + " ".join(missing))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run(["apt-get", "update", "-qq"], env=env)
+    run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing, env=env)
+
+
+# --------------------------------------------------------------------------- network
+
+def ensure_bridges():
+    for br, addr, mtu in ((MGMT_BRIDGE, CONTROLLER_IP + "/24", 1500),
+                          (FABRIC_BRIDGE, FABRIC_PREFIX + ".1/24", FABRIC_MTU)):
+        if not link_exists(br):
+            run(["ip", "link", "add", br, "type", "bridge"])
+            run(["ip", "link", "set", br, "mtu", str(mtu)])
+            run(["ip", "addr", "add", addr, "dev", br])
+        run(["ip", "link", "set", br, "up"])
+    # Nothing leaves the lab bridges: traffic between lab hosts (bridged) and to
+    # the controller (INPUT) is fine; anything forwarded elsewhere is dropped.
+    if run(["iptables", "-w", "-n", "-L", IPT_CHAIN], check=False).returncode != 0:
+        run(["iptables", "-w", "-N", IPT_CHAIN])
+        for br in (MGMT_BRIDGE, FABRIC_BRIDGE):
+            run(["iptables", "-w", "-A", IPT_CHAIN, "-i", br, "-o", br, "-j", "ACCEPT"])
+            run(["iptables", "-w", "-A", IPT_CHAIN, "-i", br, "-j", "DROP"])
+            run(["iptables", "-w", "-A", IPT_CHAIN, "-o", br, "-j", "DROP"])
+    if run(["iptables", "-w", "-C", "FORWARD", "-j", IPT_CHAIN], check=False).returncode != 0:
+        run(["iptables", "-w", "-I", "FORWARD", "1", "-j", IPT_CHAIN])
+
+
+def remove_bridges():
+    while run(["iptables", "-w", "-D", "FORWARD", "-j", IPT_CHAIN], check=False).returncode == 0:
+        pass
+    if run(["iptables", "-w", "-n", "-L", IPT_CHAIN], check=False).returncode == 0:
+        run(["iptables", "-w", "-F", IPT_CHAIN])
+        run(["iptables", "-w", "-X", IPT_CHAIN])
+    for br in (MGMT_BRIDGE, FABRIC_BRIDGE):
+        if link_exists(br):
+            run(["ip", "link", "del", br])
+
+
+def plumb(ns, index_tag, links):
+    """Create netns `ns` with veth pairs: links = [(inner name, bridge, cidr, mtu)]."""
+    if not netns_exists(ns):
+        run(["ip", "netns", "add", ns])
+    for n, (inner, bridge, cidr, mtu) in enumerate(links):
+        outer = "spl%s%s" % (index_tag, "mf"[n])
+        if not link_exists(inner, ns):
+            if link_exists(outer):
+                run(["ip", "link", "del", outer])
+            run(["ip", "link", "add", outer, "mtu", str(mtu), "type", "veth",
+                 "peer", "name", inner, "mtu", str(mtu), "netns", ns])
+            run(["ip", "link", "set", outer, "master", bridge, "up"])
+            run(["ip", "-n", ns, "addr", "add", cidr, "dev", inner])
+        run(["ip", "-n", ns, "link", "set", inner, "up"])
+    run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    if "default" not in run(["ip", "-n", ns, "route", "show", "default"]).stdout:
+        run(["ip", "-n", ns, "route", "add", "default", "via", CONTROLLER_IP])
+
+
+def unplumb(ns):
+    if netns_exists(ns):
+        run(["ip", "netns", "del", ns], check=False)
+
+
+# --------------------------------------------------------------------------- registry
+
+def ensure_registry(state):
+    plumb(REGISTRY_NS, "r", [(MGMT_IFACE, MGMT_BRIDGE, REGISTRY_IP + "/24", 1500)])
+    if pid_alive(state.get("registry_pid")) and registry_ready(1):
+        return
+    rdir = os.path.join(CACHE, "registry")
+    os.makedirs(rdir, exist_ok=True)
+    cfg = os.path.join(STATE, "registry.yml")
+    os.makedirs(STATE, exist_ok=True)
+    with open(cfg, "w") as f:
+        f.write("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+                "    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n"
+                % (rdir, REGISTRY))
+    logf = open(os.path.join(STATE, "registry.log"), "ab")
+    proc = subprocess.Popen(["ip", "netns", "exec", REGISTRY_NS, "docker-registry", "serve", cfg],
+                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    state["registry_pid"] = proc.pid
+    save_state(state)
+    if not registry_ready(20):
+        raise LabError("the lab registry did not answer on %s within 20 s; see %s"
+                       % (REGISTRY, os.path.join(STATE, "registry.log")))
+
+
+def registry_request(method, path, body=None, headers=None, timeout=60):
+    conn = http.client.HTTPConnection(REGISTRY_IP, REGISTRY_PORT, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, dict(resp.getheaders()), data
+    finally:
+        conn.close()
+
+
+def registry_ready(timeout):
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if registry_request("GET", "/v2/", timeout=2)[0] == 200:
+                return True
+        except OSError:
+            pass
+        if time.time() > deadline:
+            return False
+        time.sleep(0.2)
+
+
+def push_blob(repo, digest, path=None, data=None):
+    if registry_request("HEAD", "/v2/%s/blobs/%s" % (repo, digest))[0] == 200:
+        return False
+    status, headers, body = registry_request("POST", "/v2/%s/blobs/uploads/" % repo)
+    if status != 202:
+        raise LabError("registry refused an upload of %s: HTTP %d %s" % (repo, status, body[:200]))
+    loc = headers.get("Location") or headers.get("location")
+    if loc.startswith("http"):
+        loc = "/" + loc.split("/", 3)[3]
+    loc += ("&" if "?" in loc else "?") + "digest=" + digest
+    size = os.path.getsize(path) if path else len(data)
+    hdrs = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
+    if path:
+        with open(path, "rb") as f:
+            status, _, body = registry_request("PUT", loc, body=f, headers=hdrs, timeout=600)
+    else:
+        status, _, body = registry_request("PUT", loc, body=data, headers=hdrs)
+    if status != 201:
+        raise LabError("registry refused blob %s: HTTP %d %s" % (digest, status, body[:200]))
+    return True
+
+
+# --------------------------------------------------------------------------- images
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def tar_layer(src_dir, key):
+    """Pack src_dir into a cached gzip layer; returns {digest, diff_id, size, path}."""
+    ldir = os.path.join(CACHE, "layers")
+    os.makedirs(ldir, exist_ok=True)
+    meta_path = os.path.join(ldir, key + ".json")
+    blob = os.path.join(ldir, key + ".tar.gz")
+    raw = hashlib.sha256()
+    proc = subprocess.Popen(["tar", "-C", src_dir, "--numeric-owner", "--exclude=./dev/*",
+                             "--exclude=./proc/*", "--exclude=./sys/*", "-cf", "-", "."],
+                            stdout=subprocess.PIPE)
+    with open(blob + ".tmp", "wb") as out:
+        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as gz:
+            for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
+                raw.update(chunk)
+                gz.write(chunk)
+    if proc.wait() != 0:
+        raise LabError("tar of %s failed" % src_dir)
+    os.replace(blob + ".tmp", blob)
+    meta = {"digest": sha256_file(blob), "diff_id": "sha256:" + raw.hexdigest(),
+            "size": os.path.getsize(blob), "path": blob}
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+    return meta
+
+
+def cached_layer(key):
+    meta_path = os.path.join(CACHE, "layers", key + ".json")
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        if os.path.getsize(meta["path"]) == meta["size"]:
+            return meta
+    except (OSError, ValueError, KeyError):
+        pass
+    return None
+
+
+def recipe_key(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def file_digest(*paths):
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def debian_mirror():
+    """The Debian mirror this machine's apt already uses (no host is hard-coded)."""
+    for path in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"):
+        try:
+            with open(path) as f:
+                for line in f:
+                    line = line.strip()
+                    if line.startswith("URIs:") and "security" not in line:
+                        return line.split()[1]
+                    if line.startswith("deb ") and "security" not in line:
+                        return [w for w in line.split() if "://" in w][0]
+        except OSError:
+            continue
+    raise LabError("no Debian mirror found in /etc/apt/sources.list(.d): the lab builds its "
+                   "images with debootstrap from the mirror apt uses")
+
+
+def arch():
+    m = platform.machine()
+    return {"x86_64": ("amd64", "x86_64"), "aarch64": ("arm64", "aarch64")}.get(m, (m, m))
+
+
+def layer_base():
+    key = recipe_key("base", DEBIAN_SUITE, BASE_PACKAGES, arch()[0])
+    meta = cached_layer(key)
+    if meta:
+        return meta
+    log("building the base root with debootstrap (%s, about a minute, cached after)" % DEBIAN_SUITE)
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        root = os.path.join(tmp, "root")
+        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
+             DEBIAN_SUITE, root, debian_mirror()])
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for entry in os.listdir(os.path.join(root, junk)):
+                p = os.path.join(root, junk, entry)
+                if os.path.isfile(p):
+                    os.unlink(p)
+        return tar_layer(root, key)
+
+
+def layer_ray():
+    machine = arch()[1]
+    key = recipe_key("ray", RAY_VERSION, machine, "cp311")
+    meta = cached_layer(key)
+    if meta:
+        return meta
+    log("installing Ray %s (cp311, %s) into a layer" % (RAY_VERSION, machine))
+    platforms = []
+    for tag in ("manylinux_2_36", "manylinux_2_34", "manylinux_2_31", "manylinux_2_28",
+                "manylinux_2_24", "manylinux_2_17", "manylinux2014"):
+        platforms += ["--platform", "%s_%s" % (tag, machine)]
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        site = os.path.join(tmp, "usr/local/lib/python3.11/dist-packages")
+        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--target", site, "--only-binary", ":all:", "--python-version", "3.11",
+             "--implementation", "cp", "--abi", "cp311"] + platforms + ["ray==" + RAY_VERSION])
+        shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)
+        bindir = os.path.join(tmp, "usr/local/bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "ray"), "w") as f:
+            f.write("#!/usr/bin/python3\nimport sys\nfrom ray.scripts.scripts import main\n"
+                    "sys.exit(main())\n")
+        os.chmod(os.path.join(bindir, "ray"), 0o755)
+        return tar_layer(tmp, key)
+
+
+def push_image(repo, tag, layers, labels):
+    a = arch()[0]
+    config = {
+        "architecture": a, "os": "linux",
+        "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                           "LANG=C.UTF-8"],
+                   "Cmd": ["/bin/bash"], "Labels": labels},
+        "rootfs": {"type": "layers", "diff_ids": [m["diff_id"] for m in layers]},
+        "history": [{"created_by": "sparkops lab layer %d" % i} for i in range(len(layers))],
+    }
+    cfg = json.dumps(config, sort_keys=True).encode()
+    cfg_digest = "sha256:" + hashlib.sha256(cfg).hexdigest()
+    for m in layers:
+        push_blob(repo, m["digest"], path=m["path"])
+    push_blob(repo, cfg_digest, data=cfg)
+    manifest = json.dumps({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                   "size": len(cfg), "digest": cfg_digest},
+        "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                    "size": m["size"], "digest": m["digest"]} for m in layers],
+    }, sort_keys=True).encode()
+    status, headers, body = registry_request(
+        "PUT", "/v2/%s/manifests/%s" % (repo, tag), body=manifest,
+        headers={"Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
+    if status != 201:
+        raise LabError("registry refused manifest %s:%s: HTTP %d %s" % (repo, tag, status, body[:300]))
+    return "%s/%s:%s" % (REGISTRY, repo, tag), headers.get("Docker-Content-Digest")
+
+
+def build_images():
+    os.makedirs(CACHE, exist_ok=True)
+    t0 = time.time()
+    base = layer_base()
+    ray = layer_ray()
+    labels = {"org.opencontainers.image.title": "sparkops lab engine base (python3 + Ray, no GPU engine)",
+              "sparkops.lab": "true", "sparkops.ray.version": RAY_VERSION}
+    ref, digest = push_image(ENGINE_IMAGE, "ray-" + RAY_VERSION, [base, ray], labels)
+    log("image %s (%s) ready in %.1f s" % (ref, digest, time.time() - t0))
+    return {"engine_base": ref}
+
+
+# --------------------------------------------------------------------------- hosts
+
+def ensure_keys():
+    os.makedirs(SSH_DIR, mode=0o700, exist_ok=True)
+    if not os.path.exists(KEY):
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "sparkops-lab", "-f", KEY])
+
+
+def write(path, text, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+
+
+def prepare_host(i, total):
+    name = host_name(i)
+    hdir = host_dir(name)
+    sdir = os.path.join(hdir, "ssh")
+    os.makedirs(sdir, exist_ok=True)
+    hostkey = os.path.join(sdir, "ssh_host_ed25519_key")
+    if not os.path.exists(hostkey):
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", hostkey])
+    write(os.path.join(sdir, "sshd_config"), "\n".join([
+        "# sshd of simulated Spark %s (lab)" % name,
+        "ListenAddress %s" % mgmt_ip(i),
+        "ListenAddress %s" % fabric_ip(i),
+        "HostKey %s" % hostkey,
+        "PidFile none",
+        "UsePAM no",
+        "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "AuthorizedKeysFile %s.pub" % KEY,
+        "StrictModes no",
+        "MaxSessions 64",
+        "MaxStartups 64:30:128",
+        "AcceptEnv LANG LC_*",
+        "Subsystem sftp /usr/lib/openssh/sftp-server",
+        ""]))
+    upper = os.path.join(hdir, "upper")
+    hosts = ["127.0.0.1 localhost", "%s %s" % (REGISTRY_IP, "lab-registry")]
+    for j in range(1, total + 1):
+        hosts.append("%s %s" % (mgmt_ip(j), host_name(j)))
+        hosts.append("%s %s-fabric" % (fabric_ip(j), host_name(j)))
+    write(os.path.join(upper, "etc/hosts"), "\n".join(hosts) + "\n")
+    write(os.path.join(upper, "etc/hostname"), name + "\n")
+    write(os.path.join(upper, "etc/docker/daemon.json"), json.dumps({
+        "insecure-registries": [REGISTRY],
+        "runtimes": {"nvidia": {"path": "runc"}},
+        "storage-driver": "overlay2",
+        "iptables": False,
+        "log-driver": "json-file",
+        "log-opts": {"max-size": "10m", "max-file": "2"},
+    }, indent=2) + "\n")
+    for tool in ("nvidia-smi", "nvidia-container-runtime-hook"):
+        dst = os.path.join(upper, "usr/local/bin", tool)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(HERE, "standins", tool), dst)
+        os.chmod(dst, 0o755)
+    write(os.path.join(upper, "etc/sparkops-lab-standin"),
+          "This host is a simulated DGX Spark of the sparkops lab: no GPU, no RDMA.\n"
+          "/usr/local/bin/nvidia-smi and nvidia-container-runtime-hook are stand-ins.\n")
+
+
+def start_host(i, state):
+    name = host_name(i)
+    hdir = host_dir(name)
+    plumb(name, str(i), [(MGMT_IFACE, MGMT_BRIDGE, mgmt_ip(i) + "/24", 1500),
+                         (FABRIC_IFACE, FABRIC_BRIDGE, fabric_ip(i) + "/24", FABRIC_MTU)])
+    console = open(os.path.join(hdir, "console.log"), "ab")
+    proc = subprocess.Popen(
+        ["nsenter", "--net=/run/netns/" + name, "unshare", "--mount", "--uts", "--pid", "--fork",
+         "--kill-child", "--mount-proc", "--propagation", "private",
+         os.path.join(HERE, "host-init.sh"), name, hdir],
+        stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True)
+    state["hosts"][name] = {"index": i, "pid": proc.pid, "mgmt": mgmt_ip(i), "fabric": fabric_ip(i),
+                            "dir": hdir}
+    save_state(state)
+
+
+def port_open(ip, port):
+    try:
+        with socket.create_connection((ip, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def docker_ready(name):
+    sock = os.path.join(host_dir(name), "docker.sock")
+    if not os.path.exists(sock):
+        return False
+    return run(["docker", "-H", "unix://" + sock, "version", "--format", "{{.Server.Version}}"],
+               check=False).returncode == 0
+
+
+def wait_hosts(names, state, timeout=60):
+    deadline = time.time() + timeout
+    pending = set(names)
+    while pending:
+        for name in sorted(pending):
+            h = state["hosts"][name]
+            if not pid_alive(h["pid"]):
+                raise LabError("simulated host %s died while starting; its console:\n%s"
+                               % (name, tail(os.path.join(h["dir"], "console.log"))))
+            if port_open(h["mgmt"], 22) and docker_ready(name):
+                pending.discard(name)
+        if pending and time.time() > deadline:
+            raise LabError("hosts %s did not get sshd and dockerd up within %d s; see %s"
+                           % (", ".join(sorted(pending)), timeout,
+                              ", ".join(os.path.join(host_dir(n), "upper/var/log/dockerd.log")
+                                        for n in sorted(pending))))
+        if pending:
+            time.sleep(0.2)
+
+
+def tail(path, n=20):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return "(no %s)" % path
+
+
+def write_known_hosts(state):
+    lines = []
+    for name, h in sorted(state["hosts"].items()):
+        with open(os.path.join(h["dir"], "ssh/ssh_host_ed25519_key.pub")) as f:
+            key = " ".join(f.read().split()[:2])
+        lines.append("%s,%s,%s %s" % (h["mgmt"], h["fabric"], name, key))
+    write(KNOWN_HOSTS, "\n".join(lines) + "\n", 0o600)
+
+
+def write_inventory(state):
+    """An inventory for however many hosts run now (inventories/lab holds the two-host one)."""
+    names = sorted(state["hosts"], key=lambda n: state["hosts"][n]["index"])
+    head, workers = names[0], names[1:]
+    out = ["# written by lab/lab up: the simulated Sparks running now", "llm_cluster:",
+           "  children:", "    llm_head:", "      hosts:",
+           "        %s: {ansible_host: %s, fabric_address: %s}" % (
+               head, state["hosts"][head]["mgmt"], state["hosts"][head]["fabric"]),
+           "    llm_workers:", "      hosts:" + ("" if workers else " {}")]
+    for n in workers:
+        out.append("        %s: {ansible_host: %s, fabric_address: %s}" % (
+            n, state["hosts"][n]["mgmt"], state["hosts"][n]["fabric"]))
+    write(os.path.join(STATE, "inventory.yml"), "\n".join(out) + "\n")
+
+
+def stop_host(name, h):
+    pid = h.get("pid")
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGTERM)  # unshare --kill-child: the host's PID 1 and all below die
+        for _ in range(100):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    unplumb(name)
+
+
+# --------------------------------------------------------------------------- commands
+
+def cmd_up(args):
+    t0 = time.time()
+    if not 1 <= args.hosts <= MAX_HOSTS:
+        raise LabError("--hosts must be between 1 and %d; got %d" % (MAX_HOSTS, args.hosts))
+    check_machine()
+    ensure_packages()
+    state = load_state()
+    wanted = [host_name(i) for i in range(1, args.hosts + 1)]
+    for name in sorted(set(state["hosts"]) - set(wanted)):
+        log("stopping %s (not in --hosts %d)" % (name, args.hosts))
+        stop_host(name, state["hosts"].pop(name))
+    if args.fresh:
+        for name in list(state["hosts"]):
+            stop_host(name, state["hosts"].pop(name))
+        for name in wanted:
+            if os.path.isdir(host_dir(name)):
+                shutil.rmtree(host_dir(name))
+    save_state(state)
+    ensure_keys()
+    ensure_bridges()
+    ensure_registry(state)
+    started = []
+    for i, name in enumerate(wanted, 1):
+        prepare_host(i, args.hosts)
+        h = state["hosts"].get(name)
+        if h and pid_alive(h["pid"]) and netns_exists(name):
+            continue
+        start_host(i, state)
+        started.append(name)
+    if not args.no_images:
+        images = build_images()
+        state["images"] = images
+    write_known_hosts(state)
+    write_inventory(state)
+    save_state(state)
+    wait_hosts(wanted, state)
+    log("up: %d hosts (%s), registry %s, %.1f s%s" % (
+        len(wanted), ", ".join(wanted), REGISTRY, time.time() - t0,
+        "" if started else " (all were already up)"))
+    return 0
+
+
+def cmd_down(args):
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root to take down namespaces and bridges; found uid %d"
+                       % os.geteuid())
+    state = load_state()
+    for name, h in sorted(state["hosts"].items()):
+        stop_host(name, h)
+    # namespaces of hosts a lost state file forgot about
+    if os.path.isdir("/run/netns"):
+        for ns in os.listdir("/run/netns"):
+            if ns.startswith("spark") and ns[5:].isdigit():
+                unplumb(ns)
+    pid = state.get("registry_pid")
+    if pid_alive(pid):
+        os.killpg(pid, signal.SIGTERM)
+        for _ in range(100):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.05)
+    unplumb(REGISTRY_NS)
+    remove_bridges()
+    save_state({"hosts": {}, "registry_pid": None})
+    if args.purge:
+        shutil.rmtree(os.path.join(STATE, "hosts"), ignore_errors=True)
+    log("down: no lab namespace, bridge, iptables chain or process is left"
+        + (" (host disks purged)" if args.purge else " (host disks kept; --purge drops them)"))
+    return 0
+
+
+def lab_status():
+    state = load_state()
+    hosts = []
+    for name, h in sorted(state["hosts"].items(), key=lambda kv: kv[1]["index"]):
+        hosts.append({"name": name, "mgmt": h["mgmt"], "fabric": h["fabric"],
+                      "running": pid_alive(h["pid"]) and netns_exists(name),
+                      "sshd": port_open(h["mgmt"], 22), "docker": docker_ready(name)})
+    return {"hosts": hosts, "registry": REGISTRY,
+            "registry_up": pid_alive(state.get("registry_pid")) and registry_ready(0),
+            "images": state.get("images", {}), "inventory": os.path.join(STATE, "inventory.yml"),
+            "ssh_key": KEY}
+
+
+def cmd_status(args):
+    st = lab_status()
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    print("%-8s %-12s %-15s %-8s %-5s %-6s" % ("host", "management", "fabric", "running", "sshd",
+                                             "docker"))
+    for h in st["hosts"]:
+        print("%-8s %-12s %-15s %-8s %-5s %-6s" % (h["name"], h["mgmt"], h["fabric"],
+                                                 h["running"], h["sshd"], h["docker"]))
+    if not st["hosts"]:
+        print("(no simulated hosts)")
+    print("registry %s: %s" % (st["registry"], "up" if st["registry_up"] else "down"))
+    for k, v in st["images"].items():
+        print("image %s: %s" % (k, v))
+    return 0 if st["hosts"] and all(h["sshd"] and h["docker"] for h in st["hosts"]) else 3
+
+
+def cmd_images(args):
+    check_machine()
+    ensure_packages()
+    state = load_state()
+    ensure_bridges()
+    ensure_registry(state)
+    state["images"] = build_images()
+    save_state(state)
+    return 0
+
+
+def cmd_ssh(args):
+    state = load_state()
+    h = state["hosts"].get(args.host)
+    if not h:
+        raise LabError("no simulated host %r; running: %s" % (args.host, ", ".join(state["hosts"])
+                                                                 or "none (lab/lab up)"))
+    os.execvp("ssh", ["ssh", "-i", KEY, "-o", "UserKnownHostsFile=" + KNOWN_HOSTS,
+                      "root@" + h["mgmt"]] + args.command)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="lab/lab", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="bring the lab up (idempotent)")
+    up.add_argument("--hosts", type=int, default=int(os.environ.get("SPARKOPS_LAB_HOSTS", "2")))
+    up.add_argument("--fresh", action="store_true", help="wipe the hosts' disks first")
+    up.add_argument("--no-images", action="store_true", help="skip building/pushing images")
+    down = sub.add_parser("down", help="take the lab down")
+    down.add_argument("--purge", action="store_true", help="also delete the hosts' disks")
+    st = sub.add_parser("status", help="what runs")
+    st.add_argument("--json", action="store_true")
+    sub.add_parser("images", help="build and push the lab images")
+    ssh = sub.add_parser("ssh", help="ssh to a simulated Spark")
+    ssh.add_argument("host")
+    ssh.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    try:
+        return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "images": cmd_images,
+                "ssh": cmd_ssh}[args.cmd](args)
+    except LabError as exc:
+        print("lab: error: %s" % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
