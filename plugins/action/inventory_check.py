@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops.inference contributors
+# Apache License 2.0 (see LICENSE)
+"""Action plugin behind sparkops.inference.inventory_check: runs on the controller only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
+    check_inventory,
+    format_problems,
+)
+
+ARGUMENT_SPEC = dict(
+    head_group=dict(type="str", default="llm_head"),
+    worker_group=dict(type="str", default="llm_workers"),
+    head_host=dict(type="str"),
+    worker_hosts=dict(type="list", elements="str"),
+    model_path=dict(type="str"),
+    candidates=dict(type="raw"),
+    fabric_subnet=dict(type="str"),
+    require_model=dict(type="bool", default=True),
+    require_candidates=dict(type="bool", default=True),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        task_vars = task_vars or {}
+        groups = dict(task_vars.get("groups", {}))
+        hostvars = task_vars.get("hostvars", {})
+        per_host = {}
+        for host in groups.get("all", []):
+            hv = hostvars[host]
+            per_host[host] = {
+                "fabric_address": hv.get("fabric_address"),
+                "fabric_subnet": hv.get("fabric_subnet"),
+            }
+        problems, plan = check_inventory(
+            groups, per_host,
+            head_group=args["head_group"], worker_group=args["worker_group"],
+            head_host=args["head_host"], worker_hosts=args["worker_hosts"],
+            model_path=args["model_path"], candidates=args["candidates"],
+            fabric_subnet=args["fabric_subnet"], require_model=args["require_model"],
+            require_candidates=args["require_candidates"])
+        result["changed"] = False
+        result["problems"] = problems
+        result["cluster"] = plan
+        if problems:
+            result["failed"] = True
+            result["msg"] = format_problems(problems)
+        else:
+            result["msg"] = "head %s, %d worker(s): %s" % (
+                plan["head"], len(plan["workers"]), ", ".join(plan["workers"]) or "none")
+        return result

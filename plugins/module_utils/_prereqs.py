@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops.inference contributors
+# Apache License 2.0 (see LICENSE)
+"""Per-host prerequisites: what is missing, and the fix for each (pure logic)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+ARCH_ALIASES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def parse_docker_info(text):
+    """``docker info --format '{{json .}}'`` -> the fields we use, or raise ValueError."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object from docker info, found %r" % text[:200])
+    return {
+        "server_version": data.get("ServerVersion"),
+        "root_dir": data.get("DockerRootDir"),
+        "runtimes": sorted((data.get("Runtimes") or {}).keys()),
+        "default_runtime": data.get("DefaultRuntime"),
+        "architecture": data.get("Architecture"),
+        "server_errors": list(data.get("ServerErrors") or []),
+    }
+
+
+def docker_arch(machine):
+    """uname -m -> the platform architecture images use (linux/<this>)."""
+    return ARCH_ALIASES.get((machine or "").lower(), machine)
+
+
+def evaluate(info, min_free_gib, require_gpu_runtime):
+    """Return the list of problems in ``info`` (see host_prereqs for its keys)."""
+    problems = []
+    if not info.get("docker_cli"):
+        problems.append("the docker CLI was not found on PATH: install the Docker engine "
+                        "(e.g. apt-get install docker.io, or Docker CE)")
+    elif info.get("docker_error"):
+        problems.append("the Docker engine is not reachable (%s): start it (systemctl start "
+                        "docker) and make sure this user may use it" % info["docker_error"])
+    if require_gpu_runtime and info.get("docker") and not info.get("gpu_runtime"):
+        problems.append("no NVIDIA container runtime: Docker runtimes are %s and "
+                        "nvidia-container-runtime-hook is not on PATH; install the NVIDIA "
+                        "Container Toolkit (nvidia-ctk runtime configure --runtime=docker) and "
+                        "restart Docker" % (", ".join(info["docker"]["runtimes"]) or "none"))
+    if not info.get("python_requests"):
+        problems.append("Python %s on this host lacks the 'requests' library that "
+                        "community.docker needs: install it (Debian/Ubuntu: apt-get install "
+                        "python3-requests)" % info.get("python", "?"))
+    free = info.get("free_disk_gib")
+    if min_free_gib and free is not None and free < min_free_gib:
+        problems.append("only %.1f GiB free under %s: expected at least %s GiB for the engine "
+                        "images (preflight_min_free_disk_gib); free space, e.g. docker image "
+                        "prune" % (free, info.get("disk_path"), min_free_gib))
+    return problems

@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops.inference contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: host_prereqs
+short_description: Check what a host needs before anything is deployed on it
+version_added: 0.1.0
+description:
+  - Checks, in one pass, that the Docker engine is reachable, that Docker can give containers a
+    GPU (an C(nvidia) runtime or C(nvidia-container-runtime-hook) on E(PATH), or a CDI spec),
+    that the Python running this module has C(requests) (which community.docker needs), and
+    that the disk under Docker's root has room for the engine images.
+  - Fails naming every missing prerequisite with its fix; returns the findings as the
+    C(sparkops_host) fact either way. Changes nothing.
+author:
+  - sparkops.inference developers
+options:
+  docker_cli:
+    description: Docker CLI to ask the engine with.
+    type: str
+    default: docker
+  min_free_disk_gib:
+    description: Free space needed under Docker's root directory, in GiB. V(0) skips the check.
+    type: float
+    default: 0
+  require_gpu_runtime:
+    description: Whether a missing NVIDIA container runtime is a problem.
+    type: bool
+    default: true
+  fail_on_problems:
+    description: When V(false), report problems without failing.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  idempotent:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Check prerequisites (80 GiB free for two engine images)
+  sparkops.inference.host_prereqs:
+    min_free_disk_gib: 80
+"""
+
+RETURN = r"""
+problems:
+  description: Every missing prerequisite with its fix.
+  returned: always
+  type: list
+  elements: str
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    sparkops_host:
+      description: What was found.
+      type: dict
+      sample:
+        architecture: arm64
+        docker: {server_version: 28.3.0, root_dir: /var/lib/docker, runtimes: [nvidia, runc]}
+        gpu_runtime: true
+        python: /usr/bin/python3
+        python_requests: true
+        free_disk_gib: 812.4
+        disk_path: /var/lib/docker
+"""
+
+import os
+import platform
+import sys
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import (
+    docker_arch,
+    evaluate,
+    parse_docker_info,
+)
+
+CDI_SPECS = ["/etc/cdi/nvidia.yaml", "/etc/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml",
+             "/var/run/cdi/nvidia.json"]
+
+
+def has_requests():
+    try:
+        import requests  # noqa: F401 pylint: disable=unused-import
+    except ImportError:
+        return False
+    return True
+
+
+def free_gib(path):
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path)
+    st = os.statvfs(path or "/")
+    return round(st.f_bavail * st.f_frsize / float(1 << 30), 1), path
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            docker_cli=dict(type="str", default="docker"),
+            min_free_disk_gib=dict(type="float", default=0),
+            require_gpu_runtime=dict(type="bool", default=True),
+            fail_on_problems=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    info = {"python": sys.executable, "python_requests": has_requests(),
+            "architecture": docker_arch(platform.machine()), "docker": None}
+    docker = module.get_bin_path(module.params["docker_cli"])
+    info["docker_cli"] = docker
+    if docker:
+        rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"],
+                                          environ_update={"LANG": "C", "LC_ALL": "C"})
+        try:
+            parsed = parse_docker_info(out) if out.strip() else None
+        except ValueError:
+            parsed = None
+        if rc != 0 or parsed is None or (parsed["server_errors"] and not parsed["server_version"]):
+            errors = (parsed or {}).get("server_errors") or [(err or out).strip()[-300:]]
+            info["docker_error"] = "; ".join(errors)
+        else:
+            info["docker"] = parsed
+    hook = module.get_bin_path("nvidia-container-runtime-hook")
+    runtimes = (info["docker"] or {}).get("runtimes", [])
+    info["gpu_runtime"] = bool("nvidia" in runtimes or hook or any(os.path.exists(p) for p in CDI_SPECS))
+    root = (info["docker"] or {}).get("root_dir") or "/var/lib/docker"
+    info["free_disk_gib"], info["disk_path"] = free_gib(root)
+
+    problems = evaluate(info, module.params["min_free_disk_gib"],
+                        module.params["require_gpu_runtime"])
+    facts = {"sparkops_host": info}
+    if problems and module.params["fail_on_problems"]:
+        module.fail_json(msg="%d missing prerequisite(s) on this host:\n- %s"
+                         % (len(problems), "\n- ".join(problems)),
+                         problems=problems, ansible_facts=facts)
+    module.exit_json(changed=False, problems=problems, ansible_facts=facts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops.inference contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: inventory_check
+short_description: Check the inventory and variables against the sparkops cluster contract
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin) and touches no host.
+  - Checks that exactly one head is named, that workers do not include the head, that every
+    cluster host has a usable fabric address or subnet (valid, unique, inside its subnet), that
+    a model path is given and that the candidate image list is not empty.
+  - Reports every problem at once, each saying what was expected, what was found and what to
+    do, and fails when there is any. Without problems, returns the cluster plan.
+author:
+  - sparkops.inference developers
+options:
+  head_group:
+    description: Inventory group that holds the head host.
+    type: str
+    default: llm_head
+  worker_group:
+    description: Inventory group that holds the worker hosts.
+    type: str
+    default: llm_workers
+  head_host:
+    description: The head host by name; overrides O(head_group).
+    type: str
+  worker_hosts:
+    description: The worker hosts by name; overrides O(worker_group).
+    type: list
+    elements: str
+  model_path:
+    description: Model directory on the hosts; must be absolute.
+    type: str
+  candidates:
+    description: Candidate engine images, preferred first; must be a non-empty list of strings.
+    type: raw
+  fabric_subnet:
+    description: Fabric subnet for hosts that set neither C(fabric_address) nor C(fabric_subnet).
+    type: str
+  require_model:
+    description: Whether O(model_path) must be set.
+    type: bool
+    default: true
+  require_candidates:
+    description: Whether O(candidates) must be set.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  action:
+    support: full
+  idempotent:
+    support: full
+  platform:
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: Check the inventory contract once, before touching any host
+  sparkops.inference.inventory_check:
+    model_path: "{{ sparkops_model_path }}"
+    candidates: "{{ sparkops_engine_candidates }}"
+  run_once: true
+"""
+
+RETURN = r"""
+problems:
+  description: Every problem found (empty when the inventory is usable).
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "inventory group 'llm_head' has 2 hosts (spark1, spark2): expected exactly one head"
+cluster:
+  description: The cluster plan.
+  returned: always
+  type: dict
+  sample:
+    head: spark1
+    workers: [spark2]
+    size: 2
+    hosts:
+      spark1: {fabric_address: 192.168.100.10, fabric_subnet: null}
+      spark2: {fabric_address: 192.168.100.11, fabric_subnet: null}
+"""
