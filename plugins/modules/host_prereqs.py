@@ -130,7 +130,7 @@ def main():
             parsed = parse_docker_info(out) if out.strip() else None
         except ValueError:
             parsed = None
-        if rc != 0 or parsed is None or (parsed["server_errors"] and not parsed["server_version"]):
+        if rc != 0 or parsed is None or not parsed["server_version"]:
             errors = (parsed or {}).get("server_errors") or [(err or out).strip()[-300:]]
             info["docker_error"] = "; ".join(errors)
         else:

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import (
+    docker_arch,
+    evaluate,
+    parse_docker_info,
+)
+
+
+def test_parse_docker_info_from_lab(fixture_text):
+    info = parse_docker_info(fixture_text("lab", "docker-info.json"))
+    assert info["server_version"].startswith("20.10")
+    assert "nvidia" in info["runtimes"] and "runc" in info["runtimes"]
+    assert info["root_dir"] == "/var/lib/docker"
+
+
+def test_parse_docker_info_daemon_down(fixture_text):
+    info = parse_docker_info(fixture_text("lab", "docker-info-daemon-down.json"))
+    # docker 28's CLI prints the error on stderr and an empty report (exit 1)
+    assert info["server_version"] in (None, "")
+    assert info["runtimes"] == []
+
+
+def test_parse_docker_info_garbage():
+    with pytest.raises(ValueError):
+        parse_docker_info("[1, 2]")
+
+
+@pytest.mark.parametrize("machine,arch", [("x86_64", "amd64"), ("aarch64", "arm64"),
+                                          ("arm64", "arm64"), ("riscv64", "riscv64")])
+def test_docker_arch(machine, arch):
+    assert docker_arch(machine) == arch
+
+
+def good():
+    return {"docker_cli": "/usr/bin/docker", "docker": {"runtimes": ["nvidia", "runc"]},
+            "gpu_runtime": True, "python_requests": True, "python": "/usr/bin/python3",
+            "free_disk_gib": 500.0, "disk_path": "/var/lib/docker"}
+
+
+def test_all_good():
+    assert evaluate(good(), 80, True) == []
+
+
+def test_every_missing_piece_has_its_fix():
+    info = good()
+    info.update(docker=None, docker_error="Cannot connect to the Docker daemon", gpu_runtime=False,
+                python_requests=False, free_disk_gib=12.5)
+    problems = evaluate(info, 80, True)
+    text = "\n".join(problems)
+    assert len(problems) == 3  # no runtime check without a reachable engine
+    assert "systemctl start docker" in text
+    assert "apt-get install python3-requests" in text
+    assert "only 12.5 GiB free under /var/lib/docker" in text
+
+
+def test_no_gpu_runtime():
+    info = good()
+    info.update(gpu_runtime=False, docker={"runtimes": ["runc"]})
+    (problem,) = evaluate(info, 0, True)
+    assert "NVIDIA Container Toolkit" in problem and "runc" in problem
+    assert evaluate(info, 0, False) == []
+
+
+def test_no_docker_cli():
+    info = good()
+    info.update(docker_cli=None, docker=None)
+    (problem,) = evaluate(info, 0, True)
+    assert "docker CLI was not found" in problem
