@@ -1,0 +1,33 @@
+"""Verify the lab deploy with testinfra over the ansible backend."""
+import json
+
+
+def test_host_is_who_the_inventory_says(host):
+    name = host.ansible.get_variables()["inventory_hostname"]
+    assert host.check_output("hostname") == name
+
+
+def test_fabric_interface_has_the_fabric_address(host):
+    variables = host.ansible.get_variables()
+    iface = host.interface("enp1s0f1np1")
+    assert iface.exists
+    assert variables["fabric_address"] in iface.addresses
+    assert host.file("/sys/class/net/enp1s0f1np1/mtu").content_string.strip() == "9000"
+
+
+def test_docker_can_give_containers_a_gpu(host):
+    info = json.loads(host.check_output("docker info --format '{{json .}}'"))
+    assert info["ServerVersion"]
+    assert "nvidia" in info["Runtimes"]
+
+
+def test_gpu_is_the_labelled_standin_with_gb10_formats(host):
+    assert host.file("/etc/sparkops-lab-standin").exists
+    out = host.check_output("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader")
+    name, total, dummy = [v.strip() for v in out.split(",")]
+    assert name == "NVIDIA GB10"
+    assert total == "[N/A]"
+
+
+def test_preflight_started_nothing(host):
+    assert host.check_output("docker ps -aq") == ""
