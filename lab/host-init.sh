@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # PID 1 of one simulated Spark (lab only).
 #
 # sparklab.py starts this as

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """sparklab -- the lab: N simulated DGX Sparks and a registry on one Linux machine.
 
 Every simulated Spark is a network namespace with its own mount/UTS/PID
@@ -81,7 +80,7 @@ def log(msg):
 
 def run(argv, check=True, capture=True, **kw):
     res = subprocess.run(argv, stdout=subprocess.PIPE if capture else None,
-                         stderr=subprocess.PIPE if capture else None, text=True, **kw)
+                         stderr=subprocess.PIPE if capture else None, text=True, check=False, **kw)
     if check and res.returncode != 0:
         raise LabError("command failed (exit %d): %s\n%s" % (
             res.returncode, " ".join(argv), (res.stderr or res.stdout or "").strip()[-2000:]))
@@ -299,9 +298,9 @@ def push_blob(repo, digest, path=None, data=None):
     hdrs = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
     if path:
         with open(path, "rb") as f:
-            status, _, body = registry_request("PUT", loc, body=f, headers=hdrs, timeout=600)
+            status, dummy, body = registry_request("PUT", loc, body=f, headers=hdrs, timeout=600)
     else:
-        status, _, body = registry_request("PUT", loc, body=data, headers=hdrs)
+        status, dummy, body = registry_request("PUT", loc, body=data, headers=hdrs)
     if status != 201:
         raise LabError("registry refused blob %s: HTTP %d %s" % (digest, status, body[:200]))
     return True
@@ -537,11 +536,23 @@ def prepare_host(i, total):
     for tool in ("nvidia-smi", "nvidia-container-runtime-hook"):
         dst = os.path.join(upper, "usr/local/bin", tool)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copyfile(os.path.join(HERE, "standins", tool), dst)
-        os.chmod(dst, 0o755)
+        install_standin(tool, dst)
     write(os.path.join(upper, "etc/sparkops-lab-standin"),
           "This host is a simulated DGX Spark of the sparkops lab: no GPU, no RDMA.\n"
           "/usr/local/bin/nvidia-smi and nvidia-container-runtime-hook are stand-ins.\n")
+
+
+def install_standin(tool, dst):
+    """Copy a stand-in onto a host. The Python ones are kept without a shebang in the
+    repository (they are not meant to run on the controller) and get one here."""
+    src = os.path.join(HERE, "standins", tool)
+    if os.path.exists(src + ".py"):
+        with open(src + ".py") as f:
+            text = "#!/usr/bin/python3\n" + f.read()
+    else:
+        with open(src) as f:
+            text = f.read()
+    write(dst, text, 0o755)
 
 
 def start_host(i, state):
@@ -633,7 +644,7 @@ def stop_host(name, h):
     pid = h.get("pid")
     if pid_alive(pid):
         os.kill(pid, signal.SIGTERM)  # unshare --kill-child: the host's PID 1 and all below die
-        for _ in range(100):
+        for dummy in range(100):
             if not pid_alive(pid):
                 break
             time.sleep(0.05)
@@ -705,7 +716,7 @@ def cmd_down(args):
     pid = state.get("registry_pid")
     if pid_alive(pid):
         os.killpg(pid, signal.SIGTERM)
-        for _ in range(100):
+        for dummy in range(100):
             if not pid_alive(pid):
                 break
             time.sleep(0.05)
@@ -737,11 +748,10 @@ def cmd_status(args):
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
-    print("%-8s %-12s %-15s %-8s %-5s %-6s" % ("host", "management", "fabric", "running", "sshd",
-                                             "docker"))
+    row = "%-8s %-12s %-15s %-8s %-5s %-6s"
+    print(row % ("host", "management", "fabric", "running", "sshd", "docker"))
     for h in st["hosts"]:
-        print("%-8s %-12s %-15s %-8s %-5s %-6s" % (h["name"], h["mgmt"], h["fabric"],
-                                                 h["running"], h["sshd"], h["docker"]))
+        print(row % (h["name"], h["mgmt"], h["fabric"], h["running"], h["sshd"], h["docker"]))
     if not st["hosts"]:
         print("(no simulated hosts)")
     print("registry %s: %s" % (st["registry"], "up" if st["registry_up"] else "down"))
@@ -765,14 +775,14 @@ def cmd_ssh(args):
     state = load_state()
     h = state["hosts"].get(args.host)
     if not h:
-        raise LabError("no simulated host %r; running: %s" % (args.host, ", ".join(state["hosts"])
-                                                                 or "none (lab/lab up)"))
+        running = ", ".join(state["hosts"]) or "none (lab/lab up)"
+        raise LabError("no simulated host %r; running: %s" % (args.host, running))
     os.execvp("ssh", ["ssh", "-i", KEY, "-o", "UserKnownHostsFile=" + KNOWN_HOSTS,
                       "root@" + h["mgmt"]] + args.command)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="lab/lab", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="lab/lab", description=__doc__.split("\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="bring the lab up (idempotent)")
     up.add_argument("--hosts", type=int, default=int(os.environ.get("SPARKOPS_LAB_HOSTS", "2")))

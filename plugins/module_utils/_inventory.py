@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: sparkops.inference contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Checks of the inventory contract (docs: DESIGN.md 'Inventory contract').
 
 Pure Python: takes group membership and per-host variables, returns every

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: sparkops.inference contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,7 +23,7 @@ description:
     containerd, Podman, Kubernetes), and to the container's name when the Docker CLI is present.
   - Reads only; changes nothing.
 author:
-  - sparkops.inference developers
+  - sparkops.inference developers (@sparkops)
 options:
   nvidia_smi_path:
     description:
@@ -44,6 +44,9 @@ options:
       - Docker CLI used to name the containers that own GPU processes. Skipped when absent.
     type: str
     default: docker
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+  - sparkops.inference.attributes.facts
 attributes:
   check_mode:
     support: full

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: sparkops.inference contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,7 +20,7 @@ description:
   - Fails naming every missing prerequisite with its fix; returns the findings as the
     C(sparkops_host) fact either way. Changes nothing.
 author:
-  - sparkops.inference developers
+  - sparkops.inference developers (@sparkops)
 options:
   docker_cli:
     description: Docker CLI to ask the engine with.
@@ -38,6 +38,9 @@ options:
     description: When V(false), report problems without failing.
     type: bool
     default: true
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+  - sparkops.inference.attributes.facts
 attributes:
   check_mode:
     support: full

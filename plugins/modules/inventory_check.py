@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: sparkops.inference contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,7 +20,7 @@ description:
   - Reports every problem at once, each saying what was expected, what was found and what to
     do, and fails when there is any. Without problems, returns the cluster plan.
 author:
-  - sparkops.inference developers
+  - sparkops.inference developers (@sparkops)
 options:
   head_group:
     description: Inventory group that holds the head host.
@@ -54,6 +54,9 @@ options:
     description: Whether O(candidates) must be set.
     type: bool
     default: true
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+  - sparkops.inference.attributes.actiongroup_controller
 attributes:
   check_mode:
     support: full
@@ -64,6 +67,7 @@ attributes:
   idempotent:
     support: full
   platform:
+    support: full
     platforms: all
 """
 

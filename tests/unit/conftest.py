@@ -8,11 +8,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 COLLECTIONS = os.path.join(ROOT, ".collections")
 
 try:
-    import ansible_collections.sparkops.inference  # noqa: F401
+    import ansible_collections.sparkops.inference  # noqa: F401 pylint: disable=unused-import
 except ImportError:
     sys.path.insert(0, COLLECTIONS)
 
-import pytest  # noqa: E402
+import pytest  # noqa: E402 pylint: disable=wrong-import-position
 
 FIXTURES = os.path.join(HERE, "fixtures")
 

@@ -3,7 +3,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 
 import pytest
 

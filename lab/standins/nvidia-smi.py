@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # LAB STAND-IN for nvidia-smi. NOT NVIDIA's tool.
 #
 # Installed only on the simulated Sparks of the lab (lab/sparklab.py), which
@@ -125,9 +124,9 @@ def query(kind, spec, fmt):
 def table():
     procs = gpu_processes()
     print(time.strftime("%a %b %d %H:%M:%S %Y") + "       ")
-    bar = "+-----------------------------------------------------------------------------------------+"
+    rule = "+-----------------------------------------------------------------------------------------+"
     mid = "+-----------------------------------------+------------------------+----------------------+"
-    print(bar)
+    print(rule)
     print("| NVIDIA-SMI %-22s Driver Version: %-14s CUDA Version: %-9s|" % (DRIVER, DRIVER, CUDA))
     print(mid)
     print("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |")
@@ -139,7 +138,7 @@ def table():
     print("|                                         |                        |                  N/A |")
     print(mid)
     print("")
-    print(bar)
+    print(rule)
     print("| Processes:                                                                              |")
     print("|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |")
     print("|        ID   ID                                                               Usage      |")
@@ -148,7 +147,7 @@ def table():
         print("|  No running processes found                                                             |")
     for p in procs:
         print("|    0   N/A  N/A  %15d      C   %-33s %9sMiB |" % (p["pid"], p["name"][:33], p["mib"]))
-    print(bar)
+    print(rule)
     return 0
 
 
