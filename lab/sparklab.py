@@ -17,6 +17,7 @@ and no internet registry on the controller), and cached by content.
     lab/lab down [--purge]             take it down; --purge also drops host disks
     lab/lab status [--json]            what runs
     lab/lab images                     build and push the lab images only
+    lab/lab deps                       install the Debian packages the lab needs
     lab/lab ssh HOST [COMMAND...]      a shell on a simulated Spark
 """
 import argparse
@@ -771,6 +772,13 @@ def cmd_images(args):
     return 0
 
 
+def cmd_deps(args):
+    if os.geteuid() != 0:
+        raise LabError("installing packages needs root; found uid %d" % os.geteuid())
+    ensure_packages()
+    return 0
+
+
 def cmd_ssh(args):
     state = load_state()
     h = state["hosts"].get(args.host)
@@ -793,13 +801,14 @@ def main(argv=None):
     st = sub.add_parser("status", help="what runs")
     st.add_argument("--json", action="store_true")
     sub.add_parser("images", help="build and push the lab images")
+    sub.add_parser("deps", help="install the Debian packages the lab needs")
     ssh = sub.add_parser("ssh", help="ssh to a simulated Spark")
     ssh.add_argument("host")
     ssh.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     try:
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "images": cmd_images,
-                "ssh": cmd_ssh}[args.cmd](args)
+                "deps": cmd_deps, "ssh": cmd_ssh}[args.cmd](args)
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
         return 1

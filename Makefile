@@ -1,0 +1,58 @@
+# sparkops.inference -- the two commands of the README, and their parts.
+#   make lab       set everything up, bring the lab up, deploy onto it
+#   make test      set everything up, run every test (unit, lint, sanity, lab, molecule)
+#   make lab-down  take the lab down
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOSTS ?= 2
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections:$(HOME)/.ansible/collections
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity molecule clean
+
+setup: deps venv
+
+deps:  ## Debian packages: docker.io, docker-registry, sshd, debootstrap, tini, ...
+	$(PYTHON) lab/sparklab.py deps
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements-test.txt
+	touch $@
+
+lab: setup lab-up deploy  ## the main job: lab up, then deploy onto it
+
+lab-up: deps
+	$(PYTHON) lab/sparklab.py up --hosts $(HOSTS)
+
+lab-down:
+	$(PYTHON) lab/sparklab.py down
+
+deploy: venv
+	$(BIN)/ansible-playbook deploy.yml -i inventories/lab
+
+status: venv
+	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/lab
+
+test: setup  ## every test; ends with pytest's summary line
+	$(BIN)/pytest -p no:cacheprovider -ra tests/unit tests/integration
+
+unit: venv
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+
+lint: venv
+	$(BIN)/ansible-lint
+
+sanity: venv
+	tests/ansible-test.sh sanity
+
+molecule: setup
+	$(BIN)/molecule test
+
+clean:
+	rm -rf build tests/output

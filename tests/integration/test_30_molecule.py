@@ -1,0 +1,14 @@
+"""molecule test: destroy, create (lab up --fresh), prepare, converge (deploy.yml),
+idempotence (changed=0), verify (testinfra over the ansible backend), destroy."""
+import os
+
+from conftest import BIN, run
+
+
+def test_molecule_default_scenario():
+    res = run([os.path.join(BIN, "molecule"), "test", "-s", "default"], timeout=1800)
+    assert res.returncode == 0, res.out[-6000:]
+    for step in ("create", "prepare", "converge", "idempotence", "verify", "destroy"):
+        assert "%s: Executed: Successful" % step in res.out or "➜ %s: Executed: Successful" % step in res.out, step
+    assert "Idempotence completed successfully" in res.out
+    assert " passed" in res.out  # testinfra's own summary inside molecule's verify
