@@ -21,7 +21,9 @@ def test_down_leaves_nothing_behind():
 
 
 def test_lab_needs_root_and_says_so():
-    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + LAB + ["up"],
+    # Debian's python3: the one on PATH may live under /root, which uid 65534 cannot read
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          "/usr/bin/python3", LAB[1], "up"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     assert res.returncode != 0
     assert "the lab needs root" in res.stdout and "found uid 65534" in res.stdout
