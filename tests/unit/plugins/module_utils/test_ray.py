@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+"""Ray report parsers over outputs captured from a real Ray 2.60 cluster on the lab."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils._ray import (
+    RayParseError,
+    cluster_summary,
+    parse_nodes_json,
+    parse_ray_status,
+)
+
+EXPECTED = {"192.168.77.11": 1, "192.168.77.12": 1}
+
+# the format shared/REAL-WORLD.md quotes from older Ray ("Usage:" instead of "Total Usage:")
+OLD_FORMAT = """======== Autoscaler status: 2024-05-01 10:00:00.000000 ========
+Node status
+---------------------------------------------------------------
+Healthy:
+ 1 node_aaaa
+Active:
+ 1 node_4f6c
+ 1 node_9a1b
+Pending:
+ (no pending nodes)
+Recent failures:
+ (no failures)
+
+Resources
+---------------------------------------------------------------
+Usage:
+ 0.0/40.0 CPU
+ 0.0/2.0 GPU
+ 0B/200.00GiB memory
+
+Demands:
+ (no resource demands)
+"""
+
+
+def test_status_two_nodes(fixture_text):
+    status = parse_ray_status(fixture_text("lab", "ray-status-2nodes.txt"))
+    assert len(status["active"]) == 2
+    assert all(k.startswith("node_") for k in status["active"])
+    assert status["usage"]["GPU"] == {"used": 0.0, "total": 2.0, "used_text": "0.0", "total_text": "2.0"}
+    assert status["usage"]["CPU"]["total"] == 4.0
+    assert status["usage"]["memory"]["total_text"] == "32.82GiB"
+    assert status["pending"] == [] and status["failures"] == []
+
+
+def test_status_duplicate_worker_counts_three(fixture_text):
+    status = parse_ray_status(fixture_text("lab", "ray-status-duplicate-worker.txt"))
+    assert len(status["active"]) == 3
+    assert status["usage"]["GPU"]["total"] == 3.0
+
+
+def test_status_older_usage_heading():
+    status = parse_ray_status(OLD_FORMAT)
+    assert set(status["active"]) == {"node_4f6c", "node_9a1b"}
+    assert status["usage"]["GPU"]["total"] == 2.0
+
+
+def test_status_garbage():
+    with pytest.raises(RayParseError, match="expected Ray's status report"):
+        parse_ray_status("ConnectionError: Could not find any running Ray instance.")
+
+
+def test_nodes_two_hosts_ready(fixture_text):
+    nodes = parse_nodes_json(fixture_text("lab", "ray-nodes-2nodes.txt"))
+    assert sorted(n["address"] for n in nodes) == ["192.168.77.11", "192.168.77.12"]
+    assert sorted(n["hostname"] for n in nodes) == ["spark1", "spark2"]
+    summary = cluster_summary(nodes, EXPECTED)
+    assert summary["ready"] is True
+    assert summary["alive_nodes"] == 2 and summary["gpus_total"] == 2.0
+    assert summary["missing"] == [] and summary["duplicates"] == {}
+    assert summary["head_address"] == "192.168.77.11"
+
+
+def test_nodes_duplicate_worker_is_reported_not_counted_as_ready(fixture_text):
+    nodes = parse_nodes_json(fixture_text("lab", "ray-nodes-duplicate-worker.txt"))
+    summary = cluster_summary(nodes, EXPECTED)
+    assert summary["ready"] is False
+    assert list(summary["duplicates"]) == ["192.168.77.12"]
+    assert len(summary["duplicates"]["192.168.77.12"]) == 2
+    assert summary["gpus_total"] == 3.0
+
+
+def test_nodes_missing_worker(fixture_text):
+    nodes = parse_nodes_json(fixture_text("lab", "ray-nodes-2nodes.txt"))
+    summary = cluster_summary([n for n in nodes if n["address"] == "192.168.77.11"], EXPECTED)
+    assert summary["ready"] is False
+    assert summary["missing"] == ["192.168.77.12"]
+
+
+def test_nodes_wrong_gpu_count(fixture_text):
+    nodes = parse_nodes_json(fixture_text("lab", "ray-nodes-2nodes.txt"))
+    summary = cluster_summary(nodes, {"192.168.77.11": 2, "192.168.77.12": 2})
+    assert summary["ready"] is False and summary["expected_gpus"] == 4.0
+
+
+def test_dead_nodes_do_not_count(fixture_text):
+    nodes = parse_nodes_json(fixture_text("lab", "ray-nodes-2nodes.txt"))
+    nodes[0]["alive"] = False
+    summary = cluster_summary(nodes, EXPECTED)
+    assert summary["alive_nodes"] == 1 and summary["ready"] is False
+
+
+def test_nodes_output_without_marker():
+    with pytest.raises(RayParseError, match="no SPARKOPS_NODES line"):
+        parse_nodes_json("Traceback (most recent call last):\n  ...\nConnectionError: no cluster")
