@@ -56,6 +56,7 @@ RAY_VERSION = "2.60.0"
 DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = ["python3", "ca-certificates", "procps", "iproute2", "curl"]
 ENGINE_IMAGE = "sparkops/lab-engine"
+BASE_IMAGE = "sparkops/lab-base"
 
 # apt package -> a file it provides; missing files get their packages installed
 NEEDED = {
@@ -475,8 +476,12 @@ def build_images():
     labels = {"org.opencontainers.image.title": "sparkops lab engine base (python3 + Ray, no GPU engine)",
               "sparkops.lab": "true", "sparkops.ray.version": RAY_VERSION}
     ref, digest = push_image(ENGINE_IMAGE, "ray-" + RAY_VERSION, [base, ray], labels)
-    log("image %s (%s) ready in %.1f s" % (ref, digest, time.time() - t0))
-    return {"engine_base": ref}
+    # the same Debian root without Ray: a candidate that cannot run a Ray cluster
+    no_ray, dummy = push_image(BASE_IMAGE, DEBIAN_SUITE, [base], {
+        "org.opencontainers.image.title": "sparkops lab base (python3, no Ray, no engine)",
+        "sparkops.lab": "true"})
+    log("images %s (%s) and %s ready in %.1f s" % (ref, digest, no_ray, time.time() - t0))
+    return {"engine_base": ref, "no_ray": no_ray}
 
 
 # --------------------------------------------------------------------------- hosts

@@ -55,6 +55,11 @@ options:
     description: Lowest Ray version accepted by O(check_image); empty accepts any.
     type: str
     default: ""
+  free_port:
+    description:
+      - C(address:port) that must be free (nothing listening) before this host's Ray container
+        starts - the head's GCS port. Checked only when this role's container is not running.
+    type: str
   docker_cli:
     description: Docker CLI on the host.
     type: str
@@ -102,6 +107,7 @@ ray_version:
 """
 
 import os
+import socket
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -145,6 +151,15 @@ def ensure_token(module, token, path):
     return True
 
 
+def port_in_use(address, port):
+    try:
+        conn = socket.create_connection((address, port), timeout=1)
+    except (IOError, OSError):
+        return False
+    conn.close()
+    return True
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -155,6 +170,7 @@ def main():
             image=dict(type="str"),
             check_image=dict(type="bool", default=False),
             min_ray_version=dict(type="str", default=""),
+            free_port=dict(type="str"),
             docker_cli=dict(type="str", default="docker"),
         ),
         required_if=[("check_image", True, ["image"])],
@@ -180,7 +196,15 @@ def main():
     result["container"] = mine
     result["stale"] = stale
 
-    current = mine is not None and mine["running"] and mine["image"] == p["image"]
+    running = mine is not None and mine["running"]
+    if p["free_port"] and not running:
+        address, dummy, port = p["free_port"].rpartition(":")
+        if port_in_use(address, int(port)):
+            module.fail_json(msg="port %s on %s is already in use by another process, so the Ray "
+                             "head cannot start there: stop that process (ss -ltnp 'sport = :%s' "
+                             "shows it), or set ray_cluster_gcs_port" % (port, address, port),
+                             **result)
+    current = running and mine["image"] == p["image"]
     if p["check_image"] and not current:
         rc, out, err = module.run_command(
             [docker, "run", "--rm", "--network", "none", "--entrypoint", "python3", p["image"],

@@ -111,3 +111,64 @@ def test_dead_nodes_do_not_count(fixture_text):
 def test_nodes_output_without_marker():
     with pytest.raises(RayParseError, match="no SPARKOPS_NODES line"):
         parse_nodes_json("Traceback (most recent call last):\n  ...\nConnectionError: no cluster")
+
+
+from ansible_collections.sparkops.inference.plugins.module_utils._ray import (  # noqa: E402
+    classify_containers,
+    image_ray_problem,
+    parse_docker_ps_json,
+    parse_poll_output,
+    version_tuple,
+)
+
+
+def test_poll_output_with_duplicate_worker(fixture_text):
+    nodes, error, version = parse_poll_output(fixture_text("lab", "ray-poll-duplicate-worker.txt"))
+    assert error is None and version == "2.60.0"
+    summary = cluster_summary(nodes, EXPECTED)
+    assert summary["ready"] is False
+    assert list(summary["duplicates"]) == ["192.168.77.12"]
+    assert summary["head_address"] == "192.168.77.11"
+
+
+def test_poll_output_with_error():
+    out = 'SPARKOPS_NODES=[]\nSPARKOPS_ERROR="AuthenticationError: token is missing"\nSPARKOPS_RAY="2.60.0"\n'
+    nodes, error, version = parse_poll_output(out)
+    assert nodes == [] and "AuthenticationError" in error
+
+
+def test_docker_ps_finds_ours_and_the_stale_hand_run_worker(fixture_text):
+    containers = parse_docker_ps_json(fixture_text("lab", "docker-ps-stale.jsonl"))
+    assert len(containers) == 3
+    mine, stale = classify_containers(containers, "sparkops-ray-worker",
+                                      ["sparkops-ray-head", "sparkops-ray-worker"])
+    assert mine["running"] is True and mine["spec"] and len(mine["spec"]) == 16
+    assert stale == ["hand-worker"]  # the exited container runs no ray start
+
+
+def test_docker_ps_garbage():
+    with pytest.raises(RayParseError, match="not JSON"):
+        parse_docker_ps_json("Cannot connect to the Docker daemon")
+
+
+@pytest.mark.parametrize("text,expected", [("2.60.0", (2, 60, 0)), ("2.52.0rc1", (2, 52, 0)),
+                                           ("2.9.3\n", (2, 9, 3)), ("", ())])
+def test_version_tuple(text, expected):
+    assert version_tuple(text) == expected
+
+
+def test_image_without_ray():
+    msg = image_ray_problem("nvcr.io/nvidia/vllm:26.01-py3", 1, "",
+                            "importlib.metadata.PackageNotFoundError: No package metadata was found for ray",
+                            True, "2.52.0")
+    assert "has no usable Ray" in msg and "PackageNotFoundError" in msg
+
+
+def test_image_with_old_ray_and_auth():
+    msg = image_ray_problem("old:1", 0, "2.49.2\n", "", True, "2.52.0")
+    assert "Ray 2.49.2, older than the 2.52.0" in msg and "ray_cluster_auth: false" in msg
+    assert image_ray_problem("old:1", 0, "2.49.2\n", "", False, "") is None
+
+
+def test_image_with_new_ray():
+    assert image_ray_problem("lab:1", 0, "2.60.0\n", "", True, "2.52.0") is None

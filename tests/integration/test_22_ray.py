@@ -1,0 +1,172 @@
+"""The ray_cluster role on the lab: a real Ray 2.60 cluster across the simulated Sparks."""
+import json
+import time
+
+import pytest
+
+from conftest import playbook, run
+
+SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
+       "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts"]
+SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
+IMAGE = "10.77.0.5:5000/sparkops/lab-engine:ray-2.60.0"
+
+
+def ssh(host_ip, command):
+    return run(SSH + ["root@" + host_ip, command])
+
+
+def deploy(*extra):
+    return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+
+
+def started_at(host_ip, name):
+    return ssh(host_ip, "docker inspect -f '{{.State.StartedAt}}' %s" % name).out.strip()
+
+
+def ray_status(settle=True):
+    """`ray status` on the head. Its autoscaler report lags the GCS node table the role waits
+    on by a few seconds after a change ('No cluster status', a removed node still counted):
+    with settle, ask again (up to 20 s) until it shows one node per host and their 2 GPUs."""
+    deadline = time.time() + 20
+    while True:
+        res = ssh(SPARK1, "docker exec sparkops-ray-head ray status")
+        settled = res.out.count(" node_") == 2 and " 0.0/2.0 GPU" in res.out
+        if not settle or settled or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert res.returncode == 0, res.out
+    return res.out
+
+
+@pytest.fixture(scope="module")
+def cluster(lab):
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    return res
+
+
+def test_cluster_spans_both_hosts_with_their_gpus(cluster):
+    out = ray_status()
+    assert out.count(" node_") == 2
+    assert " 0.0/2.0 GPU" in out
+
+
+def test_nodes_advertise_their_fabric_addresses(cluster):
+    res = ssh(SPARK1, "docker exec sparkops-ray-head python3 -c \"import ray; ray.init(address='auto', "
+                      "logging_level='ERROR'); print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))\"")
+    assert "['192.168.77.11', '192.168.77.12']" in res.out, res.out
+
+
+def test_token_file_is_root_only(cluster):
+    for host in (SPARK1, SPARK2):
+        assert ssh(host, "stat -c '%a %U' /etc/sparkops/ray-token").out.strip() == "600 root"
+
+
+def test_token_never_printed(cluster):
+    with open("/var/lib/sparkops-lab/ray-token") as f:
+        token = f.read().strip()
+    assert len(token) == 48
+    assert token not in cluster.out
+    assert token not in deploy("-v").out
+
+
+def test_client_without_token_is_refused(cluster):
+    res = ssh(SPARK2, "docker run --rm --network host %s ray status --address 192.168.77.11:6379" % IMAGE)
+    assert res.returncode != 0
+    assert "Authentication token is missing or incorrect" in res.out
+
+
+def test_client_with_wrong_token_is_refused(cluster):
+    res = ssh(SPARK2, "docker run --rm --network host -e RAY_AUTH_MODE=token -e RAY_AUTH_TOKEN=not-the-token "
+                      "%s ray status --address 192.168.77.11:6379" % IMAGE)
+    assert res.returncode != 0
+    assert "InvalidAuthToken" in res.out
+
+
+def test_rerun_changes_and_restarts_nothing(cluster):
+    before = (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker"))
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    recap = [l for l in res.out.splitlines() if l.startswith("spark")]
+    assert len(recap) == 2 and all("changed=0" in l for l in recap), recap
+    assert (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker")) == before
+    assert ray_status().count(" node_") == 2
+
+
+def test_removed_worker_rejoins_once(cluster):
+    head_before = started_at(SPARK1, "sparkops-ray-head")
+    assert ssh(SPARK2, "docker rm -f sparkops-ray-worker").returncode == 0
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert started_at(SPARK1, "sparkops-ray-head") == head_before  # the head was not restarted
+    out = ray_status()
+    assert out.count(" node_") == 2 and " 0.0/2.0 GPU" in out
+
+
+def test_stopped_containers_after_a_reboot_come_back(cluster):
+    for host, name in ((SPARK1, "sparkops-ray-head"), (SPARK2, "sparkops-ray-worker")):
+        assert ssh(host, "docker stop -t 1 %s" % name).returncode == 0
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    out = ray_status()
+    assert out.count(" node_") == 2 and " 0.0/2.0 GPU" in out
+
+
+def test_changed_setting_recreates_head_and_workers(cluster):
+    res = deploy("-e", json.dumps({"ray_cluster_env": {"SPARKOPS_TEST_SETTING": "1"}}))
+    assert res.returncode == 0, res.out[-3000:]
+    env = ssh(SPARK2, "docker inspect -f '{{json .Config.Env}}' sparkops-ray-worker").out
+    assert "SPARKOPS_TEST_SETTING=1" in env
+    assert ray_status().count(" node_") == 2
+    res = deploy()  # back to the inventory's settings
+    assert res.returncode == 0, res.out[-3000:]
+    assert "SPARKOPS_TEST_SETTING" not in ssh(SPARK2, "docker inspect -f '{{json .Config.Env}}' sparkops-ray-worker").out
+
+
+@pytest.fixture
+def hand_run_worker(cluster):
+    """A second worker started by hand on spark2, as the hand-run recipe does."""
+    res = ssh(SPARK2, "docker run -d --name hand-worker --network host -e RAY_AUTH_MODE=token "
+                      "-e RAY_AUTH_TOKEN_PATH=/t -v /etc/sparkops/ray-token:/t:ro %s ray start --block "
+                      "--address 192.168.77.11:6379 --node-ip-address 192.168.77.12 --num-gpus 1" % IMAGE)
+    assert res.returncode == 0, res.out
+    yield "hand-worker"
+    ssh(SPARK2, "docker rm -f hand-worker")
+
+
+def test_stale_ray_container_stops_the_deploy_when_asked(hand_run_worker):
+    res = deploy("-e", "ray_cluster_stale_containers=fail")
+    assert res.returncode != 0
+    assert "spark2 runs Ray containers this role did not start: hand-worker" in res.out
+
+
+def test_stale_ray_container_is_removed_when_asked(hand_run_worker):
+    res = deploy("-e", "ray_cluster_stale_containers=remove")
+    assert res.returncode == 0, res.out[-3000:]
+    assert "hand-worker" not in ssh(SPARK2, "docker ps -a --format '{{.Names}}'").out
+    # its node is gone from the cluster once the GCS sees it dead: one node per host again
+    out = ray_status()
+    assert out.count(" node_") == 2 and " 0.0/2.0 GPU" in out
+
+
+def test_image_without_ray_fails_before_touching_the_cluster(cluster):
+    head_before = started_at(SPARK1, "sparkops-ray-head")
+    res = deploy("-e", "ray_cluster_image=10.77.0.5:5000/sparkops/lab-base:bookworm")
+    assert res.returncode != 0
+    assert "image 10.77.0.5:5000/sparkops/lab-base:bookworm has no usable Ray" in res.out
+    assert started_at(SPARK1, "sparkops-ray-head") == head_before
+
+
+def test_gcs_port_in_use_is_named(cluster):
+    assert playbook("playbooks/teardown.yml", "-i", "inventories/lab").returncode == 0
+    listener = ssh(SPARK1, "nohup python3 -m http.server 6379 --bind 192.168.77.11 >/dev/null 2>&1 & echo $!")
+    pid = listener.out.strip()
+    try:
+        res = deploy()
+        assert res.returncode != 0
+        assert "port 6379 on 192.168.77.11 is already in use by another process" in res.out
+    finally:
+        ssh(SPARK1, "kill %s" % pid)
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
