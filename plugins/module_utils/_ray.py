@@ -22,8 +22,11 @@ _NODE_RE = re.compile(r"^\s*(\d+)\s+(\S+)")
 # from the GCS -- through Ray's GCS client when it has one (no driver is registered, ~10 ms a
 # read), else through ray.nodes() -- every 0.1 s until the cluster has exactly the expected
 # number of alive nodes and GPUs, or the timeout passes; then prints what it saw last.
+# A node the GCS still calls alive may be gone (its container removed a moment ago: the GCS
+# notices only after its health checks fail); so each alive node's raylet port is also tried,
+# and a node whose raylet does not answer does not count.
 POLL_SNIPPET = r"""
-import json, sys, time
+import json, socket, sys, time
 args = json.loads(sys.argv[1])
 deadline = time.time() + args["timeout"]
 state = {}
@@ -38,19 +41,28 @@ def read():
         return [{"NodeID": i.node_id.hex(), "Alive": i.state == 0,
                  "NodeManagerAddress": i.node_manager_address,
                  "NodeManagerHostname": i.node_manager_hostname,
+                 "NodeManagerPort": i.node_manager_port,
                  "Resources": dict(i.resources_total)}
                 for i in state["client"].get_all_node_info(timeout=5).values()]
     import ray
     if not ray.is_initialized():
         ray.init(address=args["address"], logging_level="ERROR", log_to_driver=False)
     return ray.nodes()
+def answers(node):
+    try:
+        socket.create_connection((node["NodeManagerAddress"], node["NodeManagerPort"]), 0.5).close()
+        return True
+    except (OSError, KeyError, TypeError):
+        return False
 nodes, error = [], None
 while True:
     try:
         nodes, error = read(), None
     except Exception as exc:
         error = "%s: %s" % (type(exc).__name__, exc)
-    alive = [n for n in nodes if n.get("Alive")]
+    for n in nodes:
+        n["Reachable"] = bool(n.get("Alive")) and answers(n)
+    alive = [n for n in nodes if n["Reachable"]]
     gpus = sum((n.get("Resources") or {}).get("GPU", 0) for n in alive)
     if error is None and len(alive) == args["nodes"] and gpus == args["gpus"]:
         break
@@ -151,6 +163,8 @@ def parse_nodes_json(text):
             return [{
                 "node_id": n.get("NodeID"),
                 "alive": bool(n.get("Alive")),
+                # nodes read without the raylet check (older captures) count as answering
+                "reachable": bool(n.get("Alive")) and n.get("Reachable", True),
                 "address": n.get("NodeManagerAddress"),
                 "hostname": n.get("NodeManagerHostname"),
                 "is_head": "node:__internal_head__" in (n.get("Resources") or {}),
@@ -163,11 +177,14 @@ def parse_nodes_json(text):
 def cluster_summary(nodes, expected):
     """Compare alive nodes with ``expected`` = {address: gpus}.
 
-    Returns {alive_nodes, gpus_total, cpus_total, per_address, missing, duplicates,
-    unexpected, ready}. A ready cluster has exactly one alive node per expected
-    address, no other node, and the GPU total the hosts declared.
+    Returns {head_address, alive_nodes, gpus_total, cpus_total, per_address, missing,
+    duplicates, unexpected, unreachable, expected_gpus, ready}. A node counts when the GCS
+    calls it alive and its raylet answers; ``unreachable`` lists the addresses of nodes the
+    GCS still calls alive but whose raylet is gone. A ready cluster has exactly one counted
+    node per expected address, no other node, and the GPU total the hosts declared.
     """
-    alive = [n for n in nodes if n["alive"]]
+    alive = [n for n in nodes if n["alive"] and n.get("reachable", True)]
+    gone = sorted(n["address"] for n in nodes if n["alive"] and not n.get("reachable", True))
     per_address = {}
     for n in alive:
         per_address.setdefault(n["address"], []).append(n["node_id"])
@@ -186,6 +203,7 @@ def cluster_summary(nodes, expected):
         "missing": missing,
         "duplicates": duplicates,
         "unexpected": unexpected,
+        "unreachable": gone,
         "expected_gpus": want_gpus,
         "ready": not missing and not duplicates and not unexpected and gpus_total == want_gpus,
     }

@@ -187,7 +187,10 @@ def main():
             facts["status"] = parse_ray_status(status_out) if rc == 0 else None
         except RayParseError:
             facts["status"] = None
-    module.exit_json(changed=False, ansible_facts={"sparkops_ray": facts})
+    msg = "%d node(s) with %s GPU(s) of %d expected with %s: %s" % (
+        facts["alive_nodes"], facts["gpus_total"], len(expected), facts["expected_gpus"],
+        "ready" if facts["ready"] else "not ready")
+    module.exit_json(changed=False, msg=msg, ansible_facts={"sparkops_ray": facts})
 
 
 if __name__ == "__main__":

@@ -58,11 +58,13 @@ def test_each_host_is_its_own_machine(lab):
     assert "ray-2.60.0" in res.out, res.out
 
 
-def test_deploy_preflight_on_the_lab(lab):
+def test_deploy_on_the_lab_twice(lab):
     res = playbook("deploy.yml", "-i", "inventories/lab")
     assert res.returncode == 0, res.out[-3000:]
     assert "spark1 (head): NVIDIA GB10, unified memory" in res.out
     assert "spark2 (worker): NVIDIA GB10" in res.out
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
     for host in ("spark1", "spark2"):
         assert [l for l in res.out.splitlines() if l.startswith(host) and "changed=0" in l and "failed=0" in l]
 
@@ -152,3 +154,4 @@ def test_status_shows_gpu_processes_and_their_container(old_model):
     assert "NVIDIA GB10" in rows["spark1"] and "unified" in rows["spark1"]
     assert "30720" in rows["spark2"]
     assert "sleep" in res.out and "container old-model" in res.out
+    assert "2 node(s) alive, 2.0 GPU(s)" in res.out and "ready" in res.out

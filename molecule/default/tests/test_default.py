@@ -29,5 +29,20 @@ def test_gpu_is_the_labelled_standin_with_gb10_formats(host):
     assert total == "[N/A]"
 
 
-def test_preflight_started_nothing(host):
-    assert host.check_output("docker ps -aq") == ""
+def test_only_the_ray_containers_run(host):
+    names = sorted(host.check_output("docker ps -a --format '{{.Names}}'").split())
+    role = "sparkops-ray-head" if host.ansible.get_variables()["inventory_hostname"] == "spark1" else "sparkops-ray-worker"
+    assert names == [role]
+    info = json.loads(host.check_output("docker inspect %s" % role))[0]
+    assert info["State"]["Running"] and info["RestartCount"] == 0
+    assert info["HostConfig"]["RestartPolicy"]["Name"] in ("no", "")  # no restart loops
+
+
+def test_ray_containers_use_token_auth(host):
+    name = sorted(host.check_output("docker ps --format '{{.Names}}'").split())[0]
+    assert host.check_output("docker exec %s printenv RAY_AUTH_MODE" % name) == "token"
+
+
+def test_token_file_is_root_only(host):
+    f = host.file("/etc/sparkops/ray-token")
+    assert f.mode == 0o600 and f.user == "root"

@@ -172,3 +172,16 @@ def test_image_with_old_ray_and_auth():
 
 def test_image_with_new_ray():
     assert image_ray_problem("lab:1", 0, "2.60.0\n", "", True, "2.52.0") is None
+
+
+def test_node_the_gcs_calls_alive_but_whose_raylet_is_gone_does_not_count(fixture_text):
+    text = fixture_text("lab", "ray-poll-duplicate-worker.txt")
+    nodes, dummy, dummy2 = parse_poll_output(text)
+    worker_nodes = [n for n in nodes if n["address"] == "192.168.77.12"]
+    worker_nodes[0]["reachable"] = False  # the removed hand-run worker
+    summary = cluster_summary(nodes, EXPECTED)
+    assert summary["ready"] is True
+    assert summary["unreachable"] == ["192.168.77.12"]
+    worker_nodes[1]["reachable"] = False  # and the role's worker cannot join either
+    summary = cluster_summary(nodes, EXPECTED)
+    assert summary["ready"] is False and summary["missing"] == ["192.168.77.12"]
