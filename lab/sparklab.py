@@ -632,7 +632,8 @@ def write_known_hosts(state):
 
 
 def write_inventory(state):
-    """An inventory for however many hosts run now (inventories/lab holds the two-host one)."""
+    """An inventory (a directory) for however many hosts run now; inventories/lab holds the
+    two-host one."""
     names = sorted(state["hosts"], key=lambda n: state["hosts"][n]["index"])
     head, workers = names[0], names[1:]
     out = ["# written by lab/lab up: the simulated Sparks running now", "llm_cluster:",
@@ -643,7 +644,15 @@ def write_inventory(state):
     for n in workers:
         out.append("        %s: {ansible_host: %s, fabric_address: %s}" % (
             n, state["hosts"][n]["mgmt"], state["hosts"][n]["fabric"]))
-    write(os.path.join(STATE, "inventory.yml"), "\n".join(out) + "\n")
+    inv = os.path.join(STATE, "inventory")
+    write(os.path.join(inv, "hosts.yml"), "\n".join(out) + "\n")
+    # the lab's settings (connection, stand-in workarounds) come with it
+    link = os.path.join(inv, "group_vars")
+    target = os.path.join(os.path.dirname(HERE), "inventories", "lab", "group_vars")
+    if os.path.islink(link) and os.readlink(link) != target:
+        os.unlink(link)
+    if not os.path.islink(link):
+        os.symlink(target, link)
 
 
 def stop_host(name, h):
@@ -745,7 +754,7 @@ def lab_status():
                       "sshd": port_open(h["mgmt"], 22), "docker": docker_ready(name)})
     return {"hosts": hosts, "registry": REGISTRY,
             "registry_up": pid_alive(state.get("registry_pid")) and registry_ready(0),
-            "images": state.get("images", {}), "inventory": os.path.join(STATE, "inventory.yml"),
+            "images": state.get("images", {}), "inventory": os.path.join(STATE, "inventory"),
             "ssh_key": KEY}
 
 

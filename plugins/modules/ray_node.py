@@ -55,6 +55,11 @@ options:
     description: Lowest Ray version accepted by O(check_image); empty accepts any.
     type: str
     default: ""
+  cache_file:
+    description:
+      - Where the Ray versions found in images are kept, by image id, so an image is asked once.
+    type: path
+    default: /var/lib/sparkops/ray-image-checks.json
   free_port:
     description:
       - C(address:port) that must be free (nothing listening) before this host's Ray container
@@ -106,6 +111,7 @@ ray_version:
   sample: 2.60.0
 """
 
+import json
 import os
 import socket
 import tempfile
@@ -160,6 +166,48 @@ def port_in_use(address, port):
     return True
 
 
+def image_ray_version(module, docker, p):
+    """Ray's version in the image, from a cache keyed by image id (an image's content never
+    changes under its id) or by asking python3 inside it; fails when it cannot do the job."""
+    rc, image_id, dummy = module.run_command([docker, "image", "inspect", "--format", "{{.Id}}",
+                                              p["image"]], environ_update=C_LOCALE)
+    image_id = image_id.strip() if rc == 0 else None
+    cache = {}
+    if image_id:
+        try:
+            with open(p["cache_file"]) as f:
+                cache = json.load(f)
+        except (IOError, OSError, ValueError):
+            cache = {}
+    version = cache.get(image_id) if image_id else None
+    if version is None:
+        rc, out, err = module.run_command(
+            [docker, "run", "--rm", "--network", "none", "--entrypoint", "python3", p["image"],
+             "-c", VERSION_SNIPPET], environ_update=C_LOCALE)
+        problem = image_ray_problem(p["image"], rc, out, err, bool(p["min_ray_version"]),
+                                    p["min_ray_version"])
+        if problem:
+            module.fail_json(msg=problem, container=None, stale=[], token_changed=False)
+        version = out.strip()
+        if image_id and not module.check_mode:
+            cache[image_id] = version
+            try:
+                directory = os.path.dirname(p["cache_file"])
+                if not os.path.isdir(directory):
+                    os.makedirs(directory, 0o755)
+                with open(p["cache_file"] + ".tmp", "w") as f:
+                    json.dump(cache, f)
+                os.rename(p["cache_file"] + ".tmp", p["cache_file"])
+            except (IOError, OSError) as exc:
+                module.warn("could not cache the image check in %s: %s" % (p["cache_file"], exc))
+    else:
+        problem = image_ray_problem(p["image"], 0, version, "", bool(p["min_ray_version"]),
+                                    p["min_ray_version"])
+        if problem:
+            module.fail_json(msg=problem, container=None, stale=[], token_changed=False)
+    return version
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -171,6 +219,7 @@ def main():
             check_image=dict(type="bool", default=False),
             min_ray_version=dict(type="str", default=""),
             free_port=dict(type="str"),
+            cache_file=dict(type="path", default="/var/lib/sparkops/ray-image-checks.json"),
             docker_cli=dict(type="str", default="docker"),
         ),
         required_if=[("check_image", True, ["image"])],
@@ -206,14 +255,7 @@ def main():
                              **result)
     current = running and mine["image"] == p["image"]
     if p["check_image"] and not current:
-        rc, out, err = module.run_command(
-            [docker, "run", "--rm", "--network", "none", "--entrypoint", "python3", p["image"],
-             "-c", VERSION_SNIPPET], environ_update=C_LOCALE)
-        problem = image_ray_problem(p["image"], rc, out, err, bool(p["min_ray_version"]),
-                                    p["min_ray_version"])
-        if problem:
-            module.fail_json(msg=problem, **result)
-        result["ray_version"] = out.strip()
+        result["ray_version"] = image_ray_version(module, docker, p)
     module.exit_json(**result)
 
 
