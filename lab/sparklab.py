@@ -656,15 +656,15 @@ def write_inventory(state):
 
 
 def stop_host(name, h):
+    """Power the simulated host off: unshare ignores SIGTERM while it waits for its child, so
+    it gets SIGKILL, and --kill-child takes the host's PID 1 and everything under it along."""
     pid = h.get("pid")
     if pid_alive(pid):
-        os.kill(pid, signal.SIGTERM)  # unshare --kill-child: the host's PID 1 and all below die
-        for dummy in range(100):
+        os.kill(pid, signal.SIGKILL)
+        for dummy in range(200):
             if not pid_alive(pid):
                 break
-            time.sleep(0.05)
-        else:
-            os.kill(pid, signal.SIGKILL)
+            time.sleep(0.025)
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
@@ -682,7 +682,8 @@ def cmd_up(args):
     ensure_packages()
     state = load_state()
     wanted = [host_name(i) for i in range(1, args.hosts + 1)]
-    for name in sorted(set(state["hosts"]) - set(wanted)):
+    stopped = sorted(set(state["hosts"]) - set(wanted))
+    for name in stopped:
         log("stopping %s (not in --hosts %d)" % (name, args.hosts))
         stop_host(name, state["hosts"].pop(name))
     if args.fresh:
@@ -712,7 +713,7 @@ def cmd_up(args):
     wait_hosts(wanted, state)
     log("up: %d hosts (%s), registry %s, %.1f s%s" % (
         len(wanted), ", ".join(wanted), REGISTRY, time.time() - t0,
-        "" if started else " (all were already up)"))
+        "" if started or stopped else " (all were already up)"))
     return 0
 
 
