@@ -25,10 +25,11 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(BIN)/pip install -q -r requirements-test.txt
 	touch $@
 
-lab: setup lab-up deploy  ## the main job: lab up, then deploy onto it
+lab: setup lab-up deploy  ## the main job: lab up (the old model running), then deploy onto it
 
 lab-up: deps
 	$(PYTHON) lab/sparklab.py up --hosts $(HOSTS)
+	$(PYTHON) lab/sparklab.py old-model
 
 lab-down:
 	$(PYTHON) lab/sparklab.py down

@@ -8,7 +8,7 @@
 # UTS and PID namespaces. It gives the host its own /sys (so /sys/class/net
 # shows the host's interfaces), cgroup hierarchies, /run and /tmp, per-host
 # writable /etc /opt /root /usr/local /var/log (overlays over the machine's),
-# per-host Docker and containerd state, a hostname, then starts dockerd and
+# per-host /var/lib/{docker,containerd,sparkops}, a hostname, then starts dockerd and
 # finally becomes tini -> sshd. Killing the outer unshare takes all of it down.
 set -euo pipefail
 
@@ -40,7 +40,8 @@ for d in etc opt root usr/local var/log; do
     mkdir -p "$upper" "$work"
     mount -t overlay overlay -o "lowerdir=/$d,upperdir=$upper,workdir=$work" "/$d"
 done
-for d in docker containerd; do
+# per-host state under /var/lib: Docker's, containerd's and the collection's own records
+for d in docker containerd sparkops; do
     mkdir -p "$hostdir/$d" "/var/lib/$d"
     mount --bind "$hostdir/$d" "/var/lib/$d"
 done

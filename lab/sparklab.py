@@ -18,6 +18,7 @@ and no internet registry on the controller), and cached by content.
     lab/lab status [--json]            what runs
     lab/lab images                     build and push the lab images only
     lab/lab deps                       install the Debian packages the lab needs
+    lab/lab old-model                  start "the old model" on every host (what deploy frees)
     lab/lab ssh HOST [COMMAND...]      a shell on a simulated Spark
 """
 import argparse
@@ -787,6 +788,39 @@ def cmd_images(args):
     return 0
 
 
+# "The old model" of the story, on every simulated host: a vLLM-like container holding
+# real host memory and (as the nvidia-smi stand-in counts it) GPU memory, and a container of
+# an "embeddings" compose project. The second has no init, so it ignores SIGTERM (PID 1 in a
+# container): stopping it takes the grace period and then SIGKILL, as with many real servers.
+OLD_MODEL = [
+    ("old-vllm", ["--init", "-e", "SPARKOPS_LAB_GPU_MIB=40960"], 1024),
+    ("embeddings-embed-1", ["-e", "SPARKOPS_LAB_GPU_MIB=2048", "--label",
+                            "com.docker.compose.project=embeddings", "--label",
+                            "com.docker.compose.service=embed"], 256),
+]
+
+
+def cmd_old_model(args):
+    state = load_state()
+    if not state["hosts"]:
+        raise LabError("the lab is not up: lab/lab up first")
+    image = "%s/%s:%s" % (REGISTRY, BASE_IMAGE, DEBIAN_SUITE)
+    for name, h in sorted(state["hosts"].items()):
+        sock = "unix://" + os.path.join(h["dir"], "docker.sock")
+        for cname, opts, mib in OLD_MODEL:
+            res = run(["docker", "-H", sock, "inspect", "-f", "{{.State.Running}}", cname], check=False)
+            if res.returncode == 0 and res.stdout.strip() == "true":
+                continue
+            if res.returncode == 0:
+                run(["docker", "-H", sock, "start", cname])
+                continue
+            hold = ("import time; held = bytearray(b'x') * (%d << 20); time.sleep(10 ** 9)" % mib)
+            run(["docker", "-H", sock, "run", "-d", "--name", cname] + opts
+                + [image, "python3", "-c", hold])
+        log("%s: old model running (old-vllm, embeddings-embed-1)" % name)
+    return 0
+
+
 def cmd_deps(args):
     if os.geteuid() != 0:
         raise LabError("installing packages needs root; found uid %d" % os.geteuid())
@@ -817,13 +851,14 @@ def main(argv=None):
     st.add_argument("--json", action="store_true")
     sub.add_parser("images", help="build and push the lab images")
     sub.add_parser("deps", help="install the Debian packages the lab needs")
+    sub.add_parser("old-model", help='start "the old model" on every host')
     ssh = sub.add_parser("ssh", help="ssh to a simulated Spark")
     ssh.add_argument("host")
     ssh.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     try:
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "images": cmd_images,
-                "deps": cmd_deps, "ssh": cmd_ssh}[args.cmd](args)
+                "deps": cmd_deps, "ssh": cmd_ssh, "old-model": cmd_old_model}[args.cmd](args)
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
         return 1

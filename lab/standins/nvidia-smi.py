@@ -28,7 +28,10 @@ def gpu_uuid():
 
 
 def gpu_processes():
-    procs = []
+    """Processes carrying the marker. A marked process whose child carries the marker too
+    (an init such as docker-init/tini started with the container's environment) is left
+    out: the child is the one that holds the memory, as real nvidia-smi would list it."""
+    procs, parents = [], set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -37,7 +40,9 @@ def gpu_processes():
                 env = f.read().split(b"\0")
             with open("/proc/%s/comm" % entry) as f:
                 comm = f.read().strip()
-        except OSError:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
         for item in env:
             if item.startswith(MARKER):
@@ -45,9 +50,10 @@ def gpu_processes():
                     mib = int(item[len(MARKER):])
                 except ValueError:
                     break
-                procs.append({"pid": int(entry), "name": comm, "mib": mib})
+                procs.append({"pid": int(entry), "name": comm, "mib": mib, "ppid": ppid})
                 break
-    return sorted(procs, key=lambda p: p["pid"])
+    parents = set(p["ppid"] for p in procs)
+    return sorted((p for p in procs if p["pid"] not in parents), key=lambda p: p["pid"])
 
 
 def field_value(field, procs, units):

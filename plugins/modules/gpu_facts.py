@@ -148,50 +148,15 @@ ansible_facts:
           returned: when no GPU data could be read
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
-    GpuParseError,
-    gpu_summary,
-    parse_docker_ps,
-    parse_meminfo,
-    parse_nvidia_smi_xml,
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu import GpuParseError
+from ansible_collections.sparkops.inference.plugins.module_utils._host import (
+    NVIDIA_SMI_DIRS,
+    read_gpu_facts,
 )
 
-EXTRA_DIRS = ["/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin"]
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
-
-
-def read_file(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (IOError, OSError):
-        return None
-
-
-def find_nvidia_smi(module):
-    path = module.params["nvidia_smi_path"]
-    if path:
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            return None, "nvidia_smi_path %s is not an executable file" % path
-        return path, None
-    found = module.get_bin_path("nvidia-smi", opt_dirs=EXTRA_DIRS)
-    if found:
-        return found, None
-    return None, ("nvidia-smi not found on PATH (%s) nor in %s; install the NVIDIA driver "
-                  "utilities, set nvidia_smi_path, or set require_gpu: false on hosts without "
-                  "a GPU" % (os.environ.get("PATH", ""), ", ".join(EXTRA_DIRS)))
-
-
-def container_names(module):
-    docker = module.get_bin_path(module.params["docker_cli"])
-    if not docker:
-        return {}
-    rc, out, dummy = module.run_command([docker, "ps", "--no-trunc", "--format",
-                                         "{{.ID}} {{.Names}}"], environ_update=C_LOCALE)
-    return parse_docker_ps(out) if rc == 0 else {}
+# where nvidia-smi is looked for besides PATH (tests point it elsewhere)
+EXTRA_DIRS = NVIDIA_SMI_DIRS
 
 
 def main():
@@ -203,40 +168,15 @@ def main():
         ),
         supports_check_mode=True,
     )
-    meminfo_text = read_file("/proc/meminfo")
     try:
-        meminfo = parse_meminfo(meminfo_text or "")
+        facts, error, dummy = read_gpu_facts(module, module.params["nvidia_smi_path"],
+                                             module.params["docker_cli"], EXTRA_DIRS)
     except GpuParseError as exc:
         module.fail_json(msg="cannot read host memory: %s" % exc)
-
-    empty = {"driver_version": None, "cuda_version": None, "gpus": [], "processes": []}
-    smi, error = find_nvidia_smi(module)
-    report = None
-    if smi:
-        rc, out, err = module.run_command([smi, "-q", "-x"], environ_update=C_LOCALE)
-        if rc != 0:
-            error = ("%s -q -x failed (exit %d): %s" % (smi, rc, (err or out).strip()[-500:]))
-        else:
-            try:
-                report = parse_nvidia_smi_xml(out)
-            except GpuParseError as exc:
-                error = "%s -q -x: %s" % (smi, exc)
     if error:
         if module.params["require_gpu"]:
             module.fail_json(msg=error)
         module.warn(error)
-        report = empty
-
-    pid_cgroups = {}
-    for proc in report["processes"]:
-        text = read_file("/proc/%d/cgroup" % proc["pid"])
-        if text is not None:
-            pid_cgroups[proc["pid"]] = text
-    names = container_names(module) if pid_cgroups else {}
-    facts = gpu_summary(report, meminfo, containers=names, pid_cgroups=pid_cgroups)
-    facts["source"] = None if error else "%s -q -x" % smi
-    if error:
-        facts["error"] = error
     module.exit_json(changed=False, ansible_facts={"sparkops_gpu": facts})
 
 

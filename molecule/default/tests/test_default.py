@@ -29,10 +29,18 @@ def test_gpu_is_the_labelled_standin_with_gb10_formats(host):
     assert total == "[N/A]"
 
 
-def test_only_the_ray_containers_run(host):
-    names = sorted(host.check_output("docker ps -a --format '{{.Names}}'").split())
+def test_only_the_ray_containers_run_and_the_old_model_is_stopped(host):
+    running = sorted(host.check_output("docker ps --format '{{.Names}}'").split())
     role = "sparkops-ray-head" if host.ansible.get_variables()["inventory_hostname"] == "spark1" else "sparkops-ray-worker"
-    assert names == [role]
+    assert running == [role]
+    every = sorted(host.check_output("docker ps -a --format '{{.Names}}'").split())
+    assert every == sorted([role, "old-vllm", "embeddings-embed-1"])  # stopped, never removed
+
+
+def test_record_of_what_was_stopped(host):
+    record = json.loads(host.file("/var/lib/sparkops/gpu_memory_stopped.json").content_string)
+    assert [(e["kind"], e["name"], e["gpu_mib"]) for e in record["stopped"]] == [
+        ("container", "old-vllm", 40960), ("container", "embeddings-embed-1", 2048)]
     info = json.loads(host.check_output("docker inspect %s" % role))[0]
     assert info["State"]["Running"] and info["RestartCount"] == 0
     assert info["HostConfig"]["RestartPolicy"]["Name"] in ("no", "")  # no restart loops

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions for freeing GPU / unified memory (pure Python).
+
+What holds memory, what to stop, what was stopped (the record kept on the host so it can be
+brought back), whether enough is free. The module gpu_memory does the I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+RECORD_VERSION = 1
+KINDS = ("container", "systemd_unit")
+
+
+class RecordError(ValueError):
+    """The record of what was stopped is missing, unreadable or not ours."""
+
+
+def gpu_mib_by_container(gpu_facts):
+    """{container id: GPU MiB its processes hold} from the sparkops_gpu facts."""
+    held = {}
+    for p in gpu_facts.get("processes", []):
+        c = p.get("container")
+        if c and c.get("id"):
+            held[c["id"]] = held.get(c["id"], 0) + (p.get("used_mib") or 0)
+    return held
+
+
+def parse_systemctl_show(text):
+    """``systemctl show -p Id,LoadState,ActiveState,ControlGroup UNIT`` -> dict."""
+    values = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return {
+        "name": values.get("Id"),
+        "exists": values.get("LoadState") not in (None, "", "not-found"),
+        "active": values.get("ActiveState") in ("active", "activating", "reloading"),
+        "cgroup": values.get("ControlGroup") or None,
+    }
+
+
+def unit_gpu_mib(gpu_facts, pid_cgroups, cgroup):
+    """GPU MiB held by processes whose cgroup path lies under the unit's control group."""
+    if not cgroup:
+        return 0
+    total = 0
+    for p in gpu_facts.get("processes", []):
+        text = pid_cgroups.get(p["pid"]) or ""
+        if any(line.split(":", 2)[-1].startswith(cgroup) for line in text.splitlines()):
+            total += p.get("used_mib") or 0
+    return total
+
+
+def plan_holders(containers, compose, units, gpu_facts, stop_gpu_containers, exclude,
+                 unit_mib=None):
+    """Decide what to stop, in order: listed containers, compose projects' containers,
+    containers found holding GPU memory (when asked), then systemd units.
+
+    containers: [{name, id, exists, running}] for the listed names;
+    compose: {project: [{name, id, running}]}; units: [parse_systemctl_show()];
+    returns (holders, notes): holders to stop (running ones only), and sentences about the
+    listed ones that do not exist or do not run.
+    """
+    held = gpu_mib_by_container(gpu_facts)
+    unit_mib = unit_mib or {}
+    holders, notes, seen = [], [], set()
+
+    def add_container(c, reason):
+        if c["id"] in seen or c["name"] in exclude:
+            return
+        seen.add(c["id"])
+        holders.append({"kind": "container", "name": c["name"], "id": c["id"], "reason": reason,
+                        "gpu_mib": held.get(c["id"], 0)})
+
+    for c in containers:
+        if not c.get("exists"):
+            notes.append("container %s does not exist" % c["name"])
+        elif not c.get("running"):
+            notes.append("container %s is not running" % c["name"])
+        else:
+            add_container(c, "listed")
+    for project, members in sorted(compose.items()):
+        running = [m for m in members if m.get("running")]
+        if not members:
+            notes.append("compose project %s has no containers" % project)
+        elif not running:
+            notes.append("compose project %s has no running container" % project)
+        for m in running:
+            add_container(m, "compose project %s" % project)
+    if stop_gpu_containers:
+        for p in gpu_facts.get("processes", []):
+            c = p.get("container")
+            if c and c.get("id") and c.get("name") and c.get("runtime") == "docker":
+                add_container({"name": c["name"], "id": c["id"]}, "holds GPU memory (pid %d)" % p["pid"])
+    for u in units:
+        if not u.get("exists"):
+            notes.append("systemd unit %s does not exist" % u["name"])
+        elif not u.get("active"):
+            notes.append("systemd unit %s is not active" % u["name"])
+        else:
+            holders.append({"kind": "systemd_unit", "name": u["name"], "id": u["name"],
+                            "reason": "listed", "gpu_mib": unit_mib.get(u["name"], 0)})
+    return holders, notes
+
+
+def new_record(now):
+    return {"version": RECORD_VERSION, "created": now, "stopped": []}
+
+
+def load_record(text, path):
+    """Parse the record kept on the host; raise RecordError naming the file when it is bad."""
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        raise RecordError("the record of stopped services %s is corrupt (%s): nothing was "
+                          "restored; look at it, fix or remove it, and bring the services back by "
+                          "hand if needed" % (path, exc))
+    if not isinstance(record, dict) or record.get("version") != RECORD_VERSION \
+            or not isinstance(record.get("stopped"), list):
+        raise RecordError("%s is not a sparkops record of stopped services (version %d): nothing "
+                          "was restored" % (path, RECORD_VERSION))
+    for entry in record["stopped"]:
+        if not isinstance(entry, dict) or entry.get("kind") not in KINDS or not entry.get("name"):
+            raise RecordError("%s holds an entry that is not a stopped container or unit: %r; "
+                              "nothing was restored" % (path, entry))
+    return record
+
+
+def add_to_record(record, stopped):
+    """Append what was just stopped; what the record already holds stays as first recorded."""
+    known = set((e["kind"], e["name"]) for e in record["stopped"])
+    for h in stopped:
+        if (h["kind"], h["name"]) not in known:
+            record["stopped"].append(dict(h))
+            known.add((h["kind"], h["name"]))
+    return record
+
+
+def restore_order(record):
+    """What to start again: the reverse of the order things were stopped in."""
+    return list(reversed(record["stopped"]))
+
+
+def required_mib(total_mib, free_gib=None, free_fraction=None):
+    """The free memory to wait for, in MiB, from GiB or a fraction of the total.
+
+    Raises ValueError (with the numbers) when the request cannot be met at all.
+    """
+    if free_gib is None and free_fraction is None:
+        return None
+    if free_fraction is not None:
+        if not 0 < free_fraction <= 1:
+            raise ValueError("gpu_memory_free_fraction must be in (0, 1]; got %s" % free_fraction)
+        want = int(total_mib * free_fraction)
+    else:
+        want = int(free_gib * 1024)
+    if want > total_mib:
+        raise ValueError("waiting for %.1f GiB free, but the memory in all is %.1f GiB: lower "
+                         "gpu_memory_free_gib (or use gpu_memory_free_fraction)"
+                         % (want / 1024.0, total_mib / 1024.0))
+    return want
+
+
+def free_mib(gpu_facts, metric):
+    """The free memory that counts: unified memory -> /proc/meminfo (MemAvailable or MemFree);
+    discrete GPUs -> the least free framebuffer of any GPU."""
+    gpus = gpu_facts.get("gpus", [])
+    if not gpus or gpu_facts.get("unified_memory"):
+        mem = gpu_facts["host_memory"]
+        return mem["free_mib"] if metric == "free" else mem["available_mib"], mem["total_mib"]
+    frees = [g["memory_free_mib"] for g in gpus if g.get("memory_free_mib") is not None]
+    totals = [g["memory_total_mib"] for g in gpus if g.get("memory_total_mib") is not None]
+    return (min(frees) if frees else 0), (min(totals) if totals else 0)
+
+
+def still_holding(gpu_facts):
+    """Sentences naming what still holds GPU memory (for a timeout message)."""
+    out = []
+    for p in gpu_facts.get("processes", []):
+        c = p.get("container")
+        where = (c.get("name") or c["id"][:12]) if c else "the host"
+        out.append("pid %d %s (%s MiB, in %s)" % (p["pid"], p.get("name"), p.get("used_mib"), where))
+    return out

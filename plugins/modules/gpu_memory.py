@@ -1,0 +1,433 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_memory
+short_description: Stop what holds GPU / unified memory, record it, wait for free memory; or restore it
+version_added: 0.1.0
+description:
+  - With O(state=freed), finds the holders - the listed containers, the running containers of
+    the listed Docker Compose projects, every container that owns a GPU process (with
+    O(stop_gpu_containers=true)) and the listed systemd units - reports the GPU memory each
+    holds, stops them (containers with a grace period, then killed; units stopped, never
+    disabled), appends them to a record on the host, optionally drops the page cache, and waits
+    until enough memory is free.
+  - Nothing is ever removed - no container, volume, image or unit file. Compose projects'
+    containers are stopped, not brought down, so they are started again exactly as they were.
+  - Running it again stops nothing new and keeps the first record.
+  - With O(state=restored), starts again exactly what the record lists, in reverse order, then
+    renames the record to C(<state_file>.restored). A missing or corrupt record fails, naming
+    the file, and starts nothing.
+  - In check mode, reports what would be stopped and how much GPU memory that frees; stops nothing.
+author:
+  - sparkops.inference developers (@sparkops)
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+  - sparkops.inference.attributes.facts
+options:
+  state:
+    description: V(freed) stops the holders; V(restored) starts what the record lists.
+    type: str
+    choices: [freed, restored]
+    default: freed
+  containers:
+    description: Containers to stop (names or ids).
+    type: list
+    elements: str
+    default: []
+  compose_projects:
+    description: Docker Compose projects whose running containers are stopped (found by the C(com.docker.compose.project) label).
+    type: list
+    elements: str
+    default: []
+  systemd_units:
+    description: systemd units to stop (not disable).
+    type: list
+    elements: str
+    default: []
+  stop_gpu_containers:
+    description: Also stop every container that owns a GPU process.
+    type: bool
+    default: false
+  exclude_containers:
+    description: Containers never stopped (for example this collection's own Ray containers).
+    type: list
+    elements: str
+    default: []
+  strict:
+    description: Fail when a listed container, project or unit does not exist or does not run, instead of warning.
+    type: bool
+    default: false
+  stop_timeout:
+    description: Seconds a container gets between SIGTERM and SIGKILL.
+    type: int
+    default: 30
+  drop_caches:
+    description: After stopping, C(sync) and drop the page cache (C(echo 3 > /proc/sys/vm/drop_caches)).
+    type: bool
+    default: false
+  free_gib:
+    description: Wait until this much memory is free (GiB). Mutually exclusive with O(free_fraction).
+    type: float
+  free_fraction:
+    description: Wait until this fraction of the memory is free (0 < x <= 1).
+    type: float
+  free_metric:
+    description:
+      - On unified memory (GB10) and hosts without a GPU, which /proc/meminfo figure counts as free.
+      - V(free) (MemFree) is what vLLM's start-up check effectively needs; V(available) (MemAvailable) counts reclaimable page cache.
+      - Discrete GPUs always use the least free framebuffer of any GPU.
+    type: str
+    choices: [available, free]
+    default: free
+  wait_timeout:
+    description: Seconds to wait for the free memory.
+    type: int
+    default: 120
+  state_file:
+    description: The record of what was stopped, on the host.
+    type: path
+    default: /var/lib/sparkops/gpu_memory_stopped.json
+  nvidia_smi_path:
+    description: Path of nvidia-smi; searched for when not set.
+    type: path
+  docker_cli:
+    description: Docker CLI on the host.
+    type: str
+    default: docker
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  idempotent:
+    support: full
+    details: A second O(state=freed) stops nothing (the holders are stopped) and keeps the first record.
+notes:
+  - Without a GPU tool, the holders' GPU memory is reported as 0 and host memory still counts.
+"""
+
+EXAMPLES = r"""
+- name: Stop the old model and its helpers, wait for 100 GiB free
+  sparkops.inference.gpu_memory:
+    containers: [vllm-old, vllm-proxy]
+    compose_projects: [embeddings, reranker]
+    systemd_units: [ollama.service]
+    drop_caches: true
+    free_gib: 100
+
+- name: Bring back what was stopped
+  sparkops.inference.gpu_memory:
+    state: restored
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    sparkops_gpu_memory:
+      description: What was found, stopped (or started again) and how much memory that freed.
+      type: dict
+      contains:
+        holders:
+          description: What holds memory and was (or would be) stopped now, with the GPU MiB each holds.
+          type: list
+          elements: dict
+          sample: [{kind: container, name: vllm-old, id: 3f2a..., reason: listed, gpu_mib: 96073}]
+        notes:
+          description: Listed holders that do not exist or do not run.
+          type: list
+          elements: str
+        record:
+          description: Everything the record on the host lists as stopped (across runs).
+          type: list
+          elements: dict
+        restored:
+          description: What was started again (O(state=restored)).
+          type: list
+          elements: dict
+        before:
+          description: Free and total memory (MiB) and GPU MiB held by processes, before.
+          type: dict
+        after:
+          description: The same after stopping and waiting.
+          type: dict
+        required_mib:
+          description: The free memory waited for, or null.
+          type: int
+        seconds:
+          description: Time spent.
+          type: float
+"""
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu import GpuParseError
+from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE, read_gpu_facts
+from ansible_collections.sparkops.inference.plugins.module_utils._memory import (
+    RecordError,
+    add_to_record,
+    free_mib,
+    load_record,
+    new_record,
+    parse_systemctl_show,
+    plan_holders,
+    required_mib,
+    restore_order,
+    still_holding,
+    unit_gpu_mib,
+)
+
+
+class Host(object):
+    """The docker and systemctl commands this module runs."""
+
+    def __init__(self, module):
+        self.module = module
+        self.docker = module.get_bin_path(module.params["docker_cli"])
+        self.systemctl = module.get_bin_path("systemctl")
+
+    def run(self, argv):
+        return self.module.run_command(argv, environ_update=C_LOCALE)
+
+    def need_docker(self):
+        if not self.docker:
+            self.module.fail_json(msg="the docker CLI (%s) was not found on this host, and "
+                                  "containers were asked for" % self.module.params["docker_cli"])
+
+    def container(self, name):
+        rc, out, dummy = self.run([self.docker, "inspect", "--type", "container", "--format",
+                                   "{{.Id}} {{.State.Running}} {{.Name}}", name])
+        if rc != 0:
+            return {"name": name, "id": None, "exists": False, "running": False}
+        cid, running, cname = out.strip().split(" ", 2)
+        return {"name": cname.lstrip("/"), "id": cid, "exists": True, "running": running == "true"}
+
+    def compose(self, project):
+        rc, out, err = self.run([self.docker, "ps", "-a", "--no-trunc", "--filter",
+                                 "label=com.docker.compose.project=%s" % project,
+                                 "--format", "{{.ID}} {{.State}} {{.Names}}"])
+        if rc != 0:
+            self.module.fail_json(msg="cannot list compose project %s: %s" % (project, err.strip()))
+        members = []
+        for line in out.splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) == 3:
+                members.append({"id": parts[0], "running": parts[1] == "running", "name": parts[2]})
+        return members
+
+    def unit(self, name):
+        if not self.systemctl:
+            return {"name": name, "exists": False, "active": False, "cgroup": None}
+        rc, out, dummy = self.run([self.systemctl, "show", "-p", "Id,LoadState,ActiveState,ControlGroup",
+                                   name])
+        info = parse_systemctl_show(out)
+        info["name"] = info["name"] or name
+        return info
+
+    def stop(self, holder, timeout):
+        if holder["kind"] == "container":
+            argv = [self.docker, "stop", "-t", str(timeout), holder["id"]]
+        else:
+            argv = [self.systemctl, "stop", holder["name"]]
+        t0 = time.time()
+        rc, out, err = self.run(argv)
+        if rc != 0:
+            return "could not stop %s %s: %s" % (holder["kind"], holder["name"], (err or out).strip())
+        holder["stopped_in_s"] = round(time.time() - t0, 1)
+        return None
+
+    def start(self, entry):
+        if entry["kind"] == "container":
+            if not self.docker:
+                return "docker CLI missing"
+            argv = [self.docker, "start", entry.get("id") or entry["name"]]
+        else:
+            if not self.systemctl:
+                return "systemctl missing"
+            argv = [self.systemctl, "start", entry["name"]]
+        rc, out, err = self.run(argv)
+        return None if rc == 0 else (err or out).strip()
+
+
+def memory_view(facts, metric):
+    free, total = free_mib(facts, metric)
+    return {"free_mib": free, "total_mib": total,
+            "gpu_process_mib": facts.get("gpu_memory_used_by_processes_mib", 0),
+            "host": facts.get("host_memory")}
+
+
+def read_record(module, path, must_exist):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except (IOError, OSError):
+        if must_exist:
+            done = path + ".restored"
+            hint = (" (it was restored already: see %s)" % done) if os.path.exists(done) else ""
+            module.fail_json(msg="no record of stopped services at %s%s: nothing was restored"
+                             % (path, hint))
+        return None
+    try:
+        return load_record(text, path)
+    except RecordError as exc:
+        module.fail_json(msg=str(exc))
+
+
+def write_record(module, path, record):
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f, indent=2, sort_keys=True)
+    os.rename(path + ".tmp", path)
+
+
+def gpu_facts(module):
+    try:
+        facts, dummy, pid_cgroups = read_gpu_facts(module, module.params["nvidia_smi_path"],
+                                                   module.params["docker_cli"])
+    except GpuParseError as exc:
+        module.fail_json(msg="cannot read host memory: %s" % exc)
+    return facts, pid_cgroups
+
+
+def freed(module, host):
+    p = module.params
+    t0 = time.time()
+    facts, pid_cgroups = gpu_facts(module)
+    try:
+        want = required_mib(memory_view(facts, p["free_metric"])["total_mib"], p["free_gib"],
+                            p["free_fraction"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    if p["containers"] or p["compose_projects"] or p["stop_gpu_containers"]:
+        host.need_docker()
+    containers = [host.container(n) for n in p["containers"]]
+    compose = dict((proj, host.compose(proj)) for proj in p["compose_projects"])
+    units = [host.unit(u) for u in p["systemd_units"]]
+    unit_mib = dict((u["name"], unit_gpu_mib(facts, pid_cgroups, u["cgroup"])) for u in units)
+    holders, notes = plan_holders(containers, compose, units, facts, p["stop_gpu_containers"],
+                                  p["exclude_containers"], unit_mib)
+    if notes and p["strict"]:
+        module.fail_json(msg="gpu_memory_strict is on and: %s" % "; ".join(notes), notes=notes)
+    for n in notes:
+        module.warn(n + " (skipped)")
+    before = memory_view(facts, p["free_metric"])
+    result = {"holders": holders, "notes": notes, "before": before, "required_mib": want}
+    record = read_record(module, p["state_file"], False)
+    if module.check_mode:
+        result["would_free_gpu_mib"] = sum(h["gpu_mib"] for h in holders)
+        result["record"] = (record or {}).get("stopped", [])
+        result["after"] = before
+        result["seconds"] = round(time.time() - t0, 1)
+        module.exit_json(changed=bool(holders), ansible_facts={"sparkops_gpu_memory": result})
+
+    record = record or new_record(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    stopped, errors = [], []
+    for h in holders:
+        err = host.stop(h, p["stop_timeout"])
+        if err:
+            errors.append(err)
+            continue
+        stopped.append(h)
+        # record as we go: a failure half way must not forget what is already down
+        write_record(module, p["state_file"], add_to_record(record, [h]))
+    if not os.path.exists(p["state_file"]):
+        # an empty record too: restore then knows that this host had nothing to bring back
+        write_record(module, p["state_file"], record)
+    if errors:
+        module.fail_json(msg="; ".join(errors) + " (what was stopped is in %s)" % p["state_file"],
+                         ansible_facts={"sparkops_gpu_memory": dict(result, record=record["stopped"])})
+    if p["drop_caches"]:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    after = memory_view(facts, p["free_metric"])
+    deadline = time.time() + p["wait_timeout"]
+    while True:
+        facts, dummy = gpu_facts(module)
+        after = memory_view(facts, p["free_metric"])
+        if want is None or after["free_mib"] >= want or time.time() >= deadline:
+            break
+        time.sleep(0.5)
+    result.update(after=after, record=record["stopped"], seconds=round(time.time() - t0, 1))
+    if want is not None and after["free_mib"] < want:
+        holding = still_holding(facts)
+        module.fail_json(
+            msg="only %.1f GiB free after %d s, waiting for %.1f GiB (%s): %s"
+                % (after["free_mib"] / 1024.0, p["wait_timeout"], want / 1024.0, p["free_metric"],
+                   ("still holding GPU memory: " + "; ".join(holding)) if holding else
+                   "no GPU process is left: the memory is held elsewhere (page cache: drop_caches; "
+                   "other services: list them)"),
+            ansible_facts={"sparkops_gpu_memory": result})
+    module.exit_json(changed=bool(stopped), ansible_facts={"sparkops_gpu_memory": result})
+
+
+def restored(module, host):
+    p = module.params
+    t0 = time.time()
+    record = read_record(module, p["state_file"], True)
+    todo = restore_order(record)
+    result = {"restored": todo, "record": record["stopped"], "holders": [], "notes": []}
+    if module.check_mode:
+        module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result})
+    errors = []
+    for entry in todo:
+        err = host.start(entry)
+        if err:
+            errors.append("%s %s: %s" % (entry["kind"], entry["name"], err))
+    if errors:
+        module.fail_json(msg="could not start again: %s (the record %s is kept)"
+                         % ("; ".join(errors), p["state_file"]),
+                         ansible_facts={"sparkops_gpu_memory": result})
+    os.rename(p["state_file"], p["state_file"] + ".restored")
+    result["seconds"] = round(time.time() - t0, 1)
+    module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result})
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", default="freed", choices=["freed", "restored"]),
+            containers=dict(type="list", elements="str", default=[]),
+            compose_projects=dict(type="list", elements="str", default=[]),
+            systemd_units=dict(type="list", elements="str", default=[]),
+            stop_gpu_containers=dict(type="bool", default=False),
+            exclude_containers=dict(type="list", elements="str", default=[]),
+            strict=dict(type="bool", default=False),
+            stop_timeout=dict(type="int", default=30),
+            drop_caches=dict(type="bool", default=False),
+            free_gib=dict(type="float"),
+            free_fraction=dict(type="float"),
+            free_metric=dict(type="str", default="free", choices=["available", "free"]),
+            wait_timeout=dict(type="int", default=120),
+            state_file=dict(type="path", default="/var/lib/sparkops/gpu_memory_stopped.json"),
+            nvidia_smi_path=dict(type="path"),
+            docker_cli=dict(type="str", default="docker"),
+        ),
+        mutually_exclusive=[("free_gib", "free_fraction")],
+        supports_check_mode=True,
+    )
+    host = Host(module)
+    if module.params["state"] == "restored":
+        restored(module, host)
+    freed(module, host)
+
+
+if __name__ == "__main__":
+    main()

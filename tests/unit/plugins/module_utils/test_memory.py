@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+"""Decisions of plugins/module_utils/_memory.py, over facts parsed from captured outputs."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
+    gpu_summary,
+    parse_meminfo,
+    parse_nvidia_smi_xml,
+)
+from ansible_collections.sparkops.inference.plugins.module_utils._memory import (
+    RecordError,
+    add_to_record,
+    free_mib,
+    gpu_mib_by_container,
+    load_record,
+    new_record,
+    parse_systemctl_show,
+    plan_holders,
+    required_mib,
+    restore_order,
+    still_holding,
+    unit_gpu_mib,
+)
+
+CID = "23a4e26e724e789c47d511b61022f73d9905a42ef38c1a7505b35bca3928ef37"
+
+
+@pytest.fixture
+def gb10_busy(fixture_text):
+    """GB10 facts: pid 6330 (sglang::scheduler, 96073 MiB) in container CID, named old-sglang."""
+    report = parse_nvidia_smi_xml(fixture_text("gb10", "nvidia-smi-q-busy.xml"))
+    return gpu_summary(report, parse_meminfo(fixture_text("lab", "meminfo.txt")),
+                       containers={CID: "old-sglang"},
+                       pid_cgroups={6330: fixture_text("lab", "cgroup-v1-docker.txt")})
+
+
+@pytest.fixture
+def h200_busy(fixture_text):
+    report = parse_nvidia_smi_xml(fixture_text("h200x2", "busy-b.xml"))
+    return gpu_summary(report, parse_meminfo(fixture_text("lab", "meminfo.txt")))
+
+
+def test_gpu_memory_by_container(gb10_busy):
+    assert gpu_mib_by_container(gb10_busy) == {CID: 96073}
+
+
+def test_plan_listed_container_and_gpu_owner_once(gb10_busy):
+    containers = [{"name": "old-sglang", "id": CID, "exists": True, "running": True},
+                  {"name": "gone", "id": None, "exists": False, "running": False}]
+    holders, notes = plan_holders(containers, {}, [], gb10_busy, True, [])
+    assert holders == [{"kind": "container", "name": "old-sglang", "id": CID, "reason": "listed",
+                        "gpu_mib": 96073}]
+    assert notes == ["container gone does not exist"]
+
+
+def test_plan_gpu_owner_found_without_listing(gb10_busy):
+    holders, notes = plan_holders([], {}, [], gb10_busy, True, [])
+    assert [(h["name"], h["gpu_mib"]) for h in holders] == [("old-sglang", 96073)]
+    assert holders[0]["reason"] == "holds GPU memory (pid 6330)"
+    assert plan_holders([], {}, [], gb10_busy, False, [])[0] == []  # opt-in only
+
+
+def test_plan_never_stops_excluded(gb10_busy):
+    holders, dummy = plan_holders([], {}, [], gb10_busy, True, ["old-sglang"])
+    assert holders == []
+
+
+def test_plan_compose_projects_and_units(gb10_busy):
+    compose = {"embeddings": [{"name": "embeddings-embed-1", "id": "e" * 64, "running": True},
+                              {"name": "embeddings-db-1", "id": "d" * 64, "running": False}],
+               "reranker": []}
+    units = [parse_systemctl_show("Id=ollama.service\nLoadState=loaded\nActiveState=active\n"
+                                  "ControlGroup=/system.slice/ollama.service\n"),
+             parse_systemctl_show("Id=nope.service\nLoadState=not-found\nActiveState=inactive\n"),
+             parse_systemctl_show("Id=idle.service\nLoadState=loaded\nActiveState=inactive\n")]
+    holders, notes = plan_holders([], compose, units, gb10_busy, False, [], {"ollama.service": 512})
+    assert [(h["kind"], h["name"]) for h in holders] == [("container", "embeddings-embed-1"),
+                                                          ("systemd_unit", "ollama.service")]
+    assert holders[1]["gpu_mib"] == 512
+    assert notes == ["compose project reranker has no containers",
+                     "systemd unit nope.service does not exist",
+                     "systemd unit idle.service is not active"]
+
+
+def test_systemctl_show_of_an_active_unit():
+    info = parse_systemctl_show("Id=vllm.service\nLoadState=loaded\nActiveState=active\n"
+                                "ControlGroup=/system.slice/vllm.service\n")
+    assert info == {"name": "vllm.service", "exists": True, "active": True,
+                    "cgroup": "/system.slice/vllm.service"}
+
+
+def test_unit_gpu_memory_by_cgroup(gb10_busy):
+    cgroups = {6330: "0::/system.slice/sglang.service\n"}
+    assert unit_gpu_mib(gb10_busy, cgroups, "/system.slice/sglang.service") == 96073
+    assert unit_gpu_mib(gb10_busy, cgroups, "/system.slice/other.service") == 0
+    assert unit_gpu_mib(gb10_busy, cgroups, None) == 0
+
+
+def test_record_keeps_the_first_entries_and_restores_in_reverse():
+    record = new_record("2026-11-30T10:00:00")
+    add_to_record(record, [{"kind": "container", "name": "a", "id": "1"},
+                           {"kind": "systemd_unit", "name": "b.service", "id": "b.service"}])
+    add_to_record(record, [{"kind": "container", "name": "a", "id": "2"},  # second run: kept as first
+                           {"kind": "container", "name": "c", "id": "3"}])
+    assert [(e["name"], e["id"]) for e in record["stopped"]] == [("a", "1"), ("b.service", "b.service"), ("c", "3")]
+    assert [e["name"] for e in restore_order(record)] == ["c", "b.service", "a"]
+    again = load_record(json.dumps(record), "/var/lib/sparkops/x.json")
+    assert again == record
+
+
+@pytest.mark.parametrize("text,message", [
+    ("{not json", "is corrupt"),
+    ('{"version": 9, "stopped": []}', "is not a sparkops record"),
+    ('{"version": 1, "stopped": [{"kind": "volume", "name": "data"}]}', "not a stopped container or unit"),
+    ("[]", "is not a sparkops record"),
+])
+def test_bad_record_names_the_file_and_restores_nothing(text, message):
+    with pytest.raises(RecordError, match=message) as err:
+        load_record(text, "/var/lib/sparkops/gpu_memory_stopped.json")
+    assert "/var/lib/sparkops/gpu_memory_stopped.json" in str(err.value)
+
+
+def test_required_memory():
+    assert required_mib(124546, free_gib=100) == 102400
+    assert required_mib(124546, free_fraction=0.85) == int(124546 * 0.85)
+    assert required_mib(124546) is None
+    with pytest.raises(ValueError, match="the memory in all is 121.6 GiB"):
+        required_mib(124546, free_gib=200)
+    with pytest.raises(ValueError, match=r"must be in \(0, 1\]"):
+        required_mib(124546, free_fraction=1.5)
+
+
+def test_free_memory_unified_reads_meminfo(gb10_busy, fixture_text):
+    mem = parse_meminfo(fixture_text("lab", "meminfo.txt"))
+    assert free_mib(gb10_busy, "free") == (mem["free_mib"], mem["total_mib"])
+    assert free_mib(gb10_busy, "available") == (mem["available_mib"], mem["total_mib"])
+
+
+def test_free_memory_discrete_is_the_least_free_gpu(h200_busy):
+    assert free_mib(h200_busy, "free") == (121126, 143771)
+
+
+def test_still_holding_names_pid_and_container(gb10_busy, h200_busy):
+    assert still_holding(gb10_busy) == ["pid 6330 sglang::scheduler (96073 MiB, in old-sglang)"]
+    assert still_holding(h200_busy)[0] == "pid 562 python3 (3590 MiB, in the host)"
