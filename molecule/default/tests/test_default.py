@@ -35,15 +35,15 @@ def test_only_the_ray_containers_run_and_the_old_model_is_stopped(host):
     assert running == [role]
     every = sorted(host.check_output("docker ps -a --format '{{.Names}}'").split())
     assert every == sorted([role, "old-vllm", "embeddings-embed-1"])  # stopped, never removed
+    info = json.loads(host.check_output("docker inspect %s" % role))[0]
+    assert info["State"]["Running"] and info["RestartCount"] == 0
+    assert info["HostConfig"]["RestartPolicy"]["Name"] in ("no", "")  # no restart loops
 
 
 def test_record_of_what_was_stopped(host):
     record = json.loads(host.file("/var/lib/sparkops/gpu_memory_stopped.json").content_string)
     assert [(e["kind"], e["name"], e["gpu_mib"]) for e in record["stopped"]] == [
         ("container", "old-vllm", 40960), ("container", "embeddings-embed-1", 2048)]
-    info = json.loads(host.check_output("docker inspect %s" % role))[0]
-    assert info["State"]["Running"] and info["RestartCount"] == 0
-    assert info["HostConfig"]["RestartPolicy"]["Name"] in ("no", "")  # no restart loops
 
 
 def test_ray_containers_use_token_auth(host):
