@@ -13,3 +13,11 @@ def test_molecule_default_scenario():
     recap = [l for l in res.out.splitlines() if l.startswith("default ") and "actions=" in l]
     assert recap and "failed=0" in recap[-1], recap
     assert " passed" in res.out  # testinfra's own summary inside molecule's verify
+
+
+def test_molecule_restore_scenario():
+    """deploy, then teardown with restore: the old model runs again exactly as it was."""
+    res = run([os.path.join(BIN, "molecule"), "test", "-s", "restore"], timeout=1800)
+    assert res.returncode == 0, res.out[-6000:]
+    for step in ("converge", "idempotence", "side_effect", "verify", "destroy"):
+        assert "%s: Executed: Successful" % step in res.out, step
