@@ -80,8 +80,8 @@ def test_plan_compose_projects_and_units(gb10_busy):
              parse_systemctl_show("Id=nope.service\nLoadState=not-found\nActiveState=inactive\n"),
              parse_systemctl_show("Id=idle.service\nLoadState=loaded\nActiveState=inactive\n")]
     holders, notes = plan_holders([], compose, units, gb10_busy, False, [], {"ollama.service": 512})
-    assert [(h["kind"], h["name"]) for h in holders] == [("container", "embeddings-embed-1"),
-                                                          ("systemd_unit", "ollama.service")]
+    assert [(h["kind"], h["name"]) for h in holders] == [
+        ("container", "embeddings-embed-1"), ("systemd_unit", "ollama.service")]
     assert holders[1]["gpu_mib"] == 512
     assert notes == ["compose project reranker has no containers",
                      "systemd unit nope.service does not exist",
@@ -149,3 +149,23 @@ def test_free_memory_discrete_is_the_least_free_gpu(h200_busy):
 def test_still_holding_names_pid_and_container(gb10_busy, h200_busy):
     assert still_holding(gb10_busy) == ["pid 6330 sglang::scheduler (96073 MiB, in old-sglang)"]
     assert still_holding(h200_busy)[0] == "pid 562 python3 (3590 MiB, in the host)"
+
+
+def test_live_h200_capture_holder_decisions(fixture_text):
+    """Captured by tests/device/validate_gpu.py on a real H200 host (docs/validation.md):
+    a torch process held 3 GiB on the one GPU, then was stopped."""
+    busy = gpu_summary(parse_nvidia_smi_xml(fixture_text("h200x1", "busy-q.xml")),
+                       parse_meminfo(fixture_text("h200x1", "busy-meminfo.txt")),
+                       pid_cgroups={421: fixture_text("h200x1", "busy-cgroup-421.txt")})
+    apps = fixture_text("h200x1", "busy-apps.csv").splitlines()[1].split(", ")
+    (proc,) = busy["processes"]
+    assert (proc["gpu_uuid"], proc["pid"], proc["name"]) == (apps[0], int(apps[1]), apps[2])
+    assert proc["used_mib"] == int(apps[3].split()[0]) == 3590
+    assert proc["container"] is None  # its cgroup (0::/process_api/<32 hex>) is no container runtime's
+    assert plan_holders([], {}, [], busy, True, []) == ([], [])
+    assert still_holding(busy) == ["pid 421 /opt/torch/.venv/bin/python3 (3590 MiB, in the host)"]
+    after = gpu_summary(parse_nvidia_smi_xml(fixture_text("h200x1", "after-q.xml")),
+                        parse_meminfo(fixture_text("h200x1", "busy-meminfo.txt")))
+    assert after["processes"] == [] and still_holding(after) == []
+    assert free_mib(busy, "free") == (139558, 143771)
+    assert free_mib(after, "free")[0] - free_mib(busy, "free")[0] == 143156 - 139558
