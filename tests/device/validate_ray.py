@@ -64,16 +64,17 @@ def main():
     import ray
     from ray.util.placement_group import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-    ray.init(address="127.0.0.1:6379", logging_level="ERROR", runtime_env={"env_vars": FABRIC_ENV})
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=env["RAY_AUTH_TOKEN_PATH"])
+    ray.init(address="auto", logging_level="ERROR", runtime_env={"env_vars": FABRIC_ENV})
     pg = placement_group([{"GPU": 1, "CPU": 1}] * 2, strategy="STRICT_SPREAD")
     ray.get(pg.ready(), timeout=120)
 
     @ray.remote(num_gpus=1, num_cpus=1)
     class Rank(object):
-        def run(self, rank, port):
+        def run(self, rank, master, port):
             import torch
             import torch.distributed as dist
-            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            os.environ.update(MASTER_ADDR=master, MASTER_PORT=str(port))
             dist.init_process_group("nccl", rank=rank, world_size=2)
             x = torch.full((64 << 20,), float(rank + 1), device="cuda")  # 256 MiB of float32
             dist.all_reduce(x)
@@ -93,7 +94,8 @@ def main():
 
     actors = [Rank.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
         placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(2)]
-    results = ray.get([a.run.remote(i, 29511) for i, a in enumerate(actors)], timeout=300)
+    master = "127.0.0.1"  # both nodes are on this one host
+    results = ray.get([a.run.remote(i, master, 29511) for i, a in enumerate(actors)], timeout=300)
     print("actors:", json.dumps(results))
     logs = ""
     for name in sorted(os.listdir(OUT)):
