@@ -61,10 +61,11 @@ def main():
                  dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="wrong"), "ray-status-wrong-token.txt")
     print("client with a wrong token: rc=%d, refused=%s" % (refused.returncode, "InvalidAuthToken" in refused.stdout))
 
+    # Ray reads its auth mode when it is imported: set it for this driver before that
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=env["RAY_AUTH_TOKEN_PATH"])
     import ray
     from ray.util.placement_group import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=env["RAY_AUTH_TOKEN_PATH"])
     ray.init(address="auto", logging_level="ERROR", runtime_env={"env_vars": FABRIC_ENV})
     pg = placement_group([{"GPU": 1, "CPU": 1}] * 2, strategy="STRICT_SPREAD")
     ray.get(pg.ready(), timeout=120)
