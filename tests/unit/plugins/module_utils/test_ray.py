@@ -185,3 +185,23 @@ def test_node_the_gcs_calls_alive_but_whose_raylet_is_gone_does_not_count(fixtur
     worker_nodes[1]["reachable"] = False  # and the role's worker cannot join either
     summary = cluster_summary(nodes, EXPECTED)
     assert summary["ready"] is False and summary["missing"] == ["192.168.77.12"]
+
+
+def test_real_two_gpu_host_two_nodes_one_address(fixture_text):
+    """Captured on a real 2x H200 host by tests/device/validate_ray.py: two Ray nodes (one GPU
+    each) started on the one host, read by the same poll snippet the role uses."""
+    nodes, error, version = parse_poll_output(fixture_text("h200x2-ray", "ray-poll.txt"))
+    assert error is None and version == "2.60.0"
+    assert [(n["gpus"], n["alive"], n["reachable"]) for n in nodes] == [(1.0, True, True)] * 2
+    assert len(set(n["address"] for n in nodes)) == 1
+    summary = cluster_summary(nodes, {nodes[0]["address"]: 2})
+    # one address, two nodes: exactly what the per-host count calls a duplicate registration
+    assert summary["gpus_total"] == 2.0 and summary["ready"] is False
+    assert len(summary["duplicates"][nodes[0]["address"]]) == 2
+    status = parse_ray_status(fixture_text("h200x2-ray", "ray-status.txt"))
+    assert len(status["active"]) == 2 and status["usage"]["GPU"]["total"] == 2.0
+
+
+def test_real_host_refuses_a_wrong_token(fixture_text):
+    text = fixture_text("h200x2-ray", "ray-status-wrong-token.txt")
+    assert "InvalidAuthToken: Authentication token is missing or incorrect" in text
