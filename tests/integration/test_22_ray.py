@@ -186,3 +186,36 @@ def test_worker_that_cannot_reach_the_head_is_named(cluster):
     res = deploy()  # with the link back up, a re-run brings the worker in
     assert res.returncode == 0, res.out[-3000:]
     assert ray_status().count(" node_") == 2
+
+
+def test_opt_in_firewall_admits_ray_ports_only_from_cluster_hosts(cluster):
+    import socket
+
+    def reachable(address):
+        try:
+            socket.create_connection((address, 6379), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+    try:
+        res = deploy("-e", "ray_cluster_firewall=true")
+        assert res.returncode == 0, res.out[-3000:]
+        rules = run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-S", "SPARKOPS-RAY"]).out
+        assert "-A SPARKOPS-RAY -s 192.168.77.12/32 -j RETURN" in rules
+        assert "--dports 6379:6385,8265,10001:10999 -j DROP" in rules
+        # the controller (10.77.0.1) is no cluster host: dropped, on both of the head's addresses
+        assert not reachable("10.77.0.11") and not reachable("192.168.77.11")
+        # a cluster host gets through over the fabric
+        assert ssh(SPARK2, "timeout 3 bash -c '</dev/tcp/192.168.77.11/6379'").returncode == 0
+        assert ray_status().count(" node_") == 2
+        res = deploy("-e", "ray_cluster_firewall=true")  # nothing to change
+        assert all("changed=0" in l for l in res.out.splitlines() if l.startswith("spark")), res.out[-2000:]
+    finally:
+        res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "ray_cluster_firewall=true")
+    assert res.returncode == 0, res.out[-3000:]
+    assert "SPARKOPS-RAY" not in run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-S"]).out
+    assert reachable("10.77.0.11") is False  # nothing listens now: refused, not dropped
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert reachable("10.77.0.11")  # without the firewall Ray answers on every address
