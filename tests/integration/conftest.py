@@ -24,6 +24,15 @@ def run(argv, timeout=900, env=None, cwd=ROOT):
     return res
 
 
+SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
+       "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts"]
+
+
+def ssh(host_ip, command):
+    """A command on a simulated Spark, over its real sshd."""
+    return run(SSH + ["root@" + host_ip, command])
+
+
 def playbook(*args, **kw):
     return run([os.path.join(BIN, "ansible-playbook")] + list(args), **kw)
 

@@ -5,14 +5,9 @@ import shutil
 
 import pytest
 
-from conftest import LAB, ROOT, playbook, run
-
-SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
-       "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts"]
+from conftest import LAB, ROOT, playbook, run, ssh
 
 
-def ssh(host_ip, command):
-    return run(SSH + ["root@" + host_ip, command])
 
 
 def inventory(tmp_path, text):

@@ -4,16 +4,11 @@ import time
 
 import pytest
 
-from conftest import playbook, run
+from conftest import playbook, run, ssh
 
-SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
-       "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts"]
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 IMAGE = "10.77.0.5:5000/sparkops/lab-engine:ray-2.60.0"
 
-
-def ssh(host_ip, command):
-    return run(SSH + ["root@" + host_ip, command])
 
 
 def deploy(*extra):

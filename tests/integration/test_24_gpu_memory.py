@@ -3,16 +3,11 @@ import json
 
 import pytest
 
-from conftest import LAB, playbook, run
+from conftest import LAB, playbook, run, ssh
 
-SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
-       "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts"]
 HOSTS = ("10.77.0.11", "10.77.0.12")
 RECORD = "/var/lib/sparkops/gpu_memory_stopped.json"
 
-
-def ssh(host_ip, command):
-    return run(SSH + ["root@" + host_ip, command])
 
 
 def running(host_ip):
