@@ -27,7 +27,7 @@ FABRIC_ENV = {"NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo", "TP_SOCKET
 
 
 def sh(argv, env, name=None):
-    res = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    res = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     if name:
         with open(os.path.join(OUT, name), "w") as f:
             f.write(res.stdout)
@@ -81,7 +81,7 @@ def main():
             dist.all_reduce(x)
             torch.cuda.synchronize()
             t = time.time()
-            for _ in range(5):
+            for dummy in range(5):
                 dist.all_reduce(x)
             torch.cuda.synchronize()
             took = (time.time() - t) / 5

@@ -8,8 +8,6 @@ import pytest
 from conftest import LAB, ROOT, playbook, run, ssh
 
 
-
-
 def inventory(tmp_path, text):
     """An inventory in tmp_path with the lab's group_vars (connection, lab settings)."""
     inv = tmp_path / "inventory"

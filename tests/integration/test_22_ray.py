@@ -10,7 +10,6 @@ SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 IMAGE = "10.77.0.5:5000/sparkops/lab-engine:ray-2.60.0"
 
 
-
 def deploy(*extra):
     return playbook("deploy.yml", "-i", "inventories/lab", *extra)
 

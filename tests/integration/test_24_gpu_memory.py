@@ -9,7 +9,6 @@ HOSTS = ("10.77.0.11", "10.77.0.12")
 RECORD = "/var/lib/sparkops/gpu_memory_stopped.json"
 
 
-
 def running(host_ip):
     return sorted(ssh(host_ip, "docker ps --format '{{.Names}}'").out.split())
 
