@@ -54,3 +54,11 @@ def test_ray_containers_use_token_auth(host):
 def test_token_file_is_root_only(host):
     f = host.file("/etc/sparkops/ray-token")
     assert f.mode == 0o600 and f.user == "root"
+
+
+def test_fabric_environment_file(host):
+    fabric = host.ansible.get_variables()["fabric_address"]
+    env = dict(line.split("=", 1) for line in host.file("/etc/sparkops/fabric.env").content_string.splitlines()
+               if "=" in line and not line.startswith("#"))
+    assert env["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1" and env["NCCL_IB_DISABLE"] == "1"
+    assert env["VLLM_HOST_IP"] == env["RAY_NODE_IP_ADDRESS"] == fabric

@@ -1,0 +1,84 @@
+"""The fabric role on the lab: the sockets-only environment over enp1s0f1np1, and its faults."""
+from conftest import playbook, run, ssh
+
+SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
+
+
+def deploy(*extra):
+    return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+
+
+def in_spark2(*argv):
+    return run(["ip", "netns", "exec", "spark2"] + list(argv))
+
+
+def env_file(ip):
+    text = ssh(ip, "cat /etc/sparkops/fabric.env").out
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+def test_environment_file_on_every_host(lab):
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    flat = " ".join(res.out.split())  # the callback wraps long messages
+    assert "spark1: enp1s0f1np1 192.168.77.11/24 MTU 9000, no RDMA: sockets only, 1 peer(s) reached" in flat
+    for ip, fabric in ((SPARK1, "192.168.77.11"), (SPARK2, "192.168.77.12")):
+        env = env_file(ip)
+        assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == env["TP_SOCKET_IFNAME"] == "enp1s0f1np1"
+        assert env["NCCL_IB_DISABLE"] == "1" and "NCCL_IB_HCA" not in env
+        assert env["VLLM_HOST_IP"] == env["RAY_NODE_IP_ADDRESS"] == fabric
+        assert env["MASTER_ADDR"] == "192.168.77.11"
+
+
+def test_ray_containers_carry_the_environment(lab):
+    out = ssh(SPARK2, "docker exec sparkops-ray-worker printenv NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME").out
+    assert out.split() == ["enp1s0f1np1", "enp1s0f1np1"]
+
+
+def test_extra_variable_changes_the_file_and_recreates_ray(lab):
+    before = ssh(SPARK2, "docker inspect -f '{{.State.StartedAt}}' sparkops-ray-worker").out
+    res = deploy("-e", '{"fabric_env_extra": {"NCCL_DEBUG": "INFO"}}')
+    assert res.returncode == 0, res.out[-3000:]
+    assert env_file(SPARK2)["NCCL_DEBUG"] == "INFO"
+    assert ssh(SPARK2, "docker exec sparkops-ray-worker printenv NCCL_DEBUG").out.strip() == "INFO"
+    assert ssh(SPARK2, "docker inspect -f '{{.State.StartedAt}}' sparkops-ray-worker").out != before
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert "NCCL_DEBUG" not in env_file(SPARK2)
+
+
+def test_unreachable_peer_is_named_as_a_pair(lab):
+    assert in_spark2("iptables", "-w", "-I", "INPUT", "-s", "192.168.77.11", "-j", "DROP").returncode == 0
+    try:
+        res = deploy("-e", "fabric_peer_timeout=1")
+    finally:
+        in_spark2("iptables", "-w", "-D", "INPUT", "-s", "192.168.77.11", "-j", "DROP")
+    assert res.returncode != 0
+    assert "spark1 cannot reach spark2 over the fabric (192.168.77.12: timed out)" in " ".join(res.out.split())
+
+
+def test_fabric_link_down_is_named(lab):
+    assert in_spark2("ip", "link", "set", "enp1s0f1np1", "down").returncode == 0
+    try:
+        res = deploy()
+    finally:
+        in_spark2("ip", "link", "set", "enp1s0f1np1", "up")
+    assert res.returncode != 0
+    assert "the fabric interface enp1s0f1np1 is down on this host" in " ".join(res.out.split())
+    assert "fatal: [spark2]" in res.out
+
+
+def test_mtu_mismatch_is_named(lab):
+    assert in_spark2("ip", "link", "set", "enp1s0f1np1", "mtu", "1500").returncode == 0
+    try:
+        res = deploy()
+    finally:
+        in_spark2("ip", "link", "set", "enp1s0f1np1", "mtu", "9000")
+    assert res.returncode != 0
+    assert "the fabric MTUs differ: spark1 enp1s0f1np1 MTU 9000, spark2 enp1s0f1np1 MTU 1500" in " ".join(res.out.split())
+
+
+def test_subnet_matching_no_interface(lab):
+    res = deploy("-e", '{"fabric_address": null, "sparkops_fabric_subnet": "192.168.99.0/24"}')
+    assert res.returncode != 0
+    assert "no interface on this host has an address in fabric_subnet 192.168.99.0/24" in " ".join(res.out.split())
