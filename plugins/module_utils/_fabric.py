@@ -229,3 +229,51 @@ def fabric_env(iface, plan, head_address, overrides=None, extra=None):
 def render_env_file(pairs):
     return "# written by sparkops.inference (fabric role); read by every engine container\n" + \
         "".join("%s=%s\n" % (k, v) for k, v in pairs)
+
+
+_NET_USING = re.compile(r"NET/(IB|Socket)\s*:\s*Using\s+(.*)$")
+_VIA = re.compile(r"via ((?:NET|P2P|SHM)/\S+)")
+_VERSION = re.compile(r"NCCL version (\S+)")
+
+
+def parse_nccl_log(text):
+    """What an NCCL_DEBUG=INFO log says about the transport actually used.
+
+    Returns {version, net: 'IB'|'Socket'|None, net_devices: [...], channel_transports: [...],
+    transport: 'NET/IB'|'NET/Socket'|'P2P'|'SHM'|None, errors: [...]}.
+    """
+    out = {"version": None, "net": None, "net_devices": [], "channel_transports": [], "transport": None,
+           "errors": []}
+    for line in (text or "").splitlines():
+        m = _VERSION.search(line)
+        if m and not out["version"]:
+            out["version"] = m.group(1).rstrip(",")
+        m = _NET_USING.search(line)
+        if m:
+            out["net"] = m.group(1)
+            out["net_devices"] = re.findall(r"\[\d+\](\S+)", m.group(2))
+        m = _VIA.search(line)
+        if m and m.group(1) not in out["channel_transports"]:
+            out["channel_transports"].append(m.group(1))
+        if "NCCL WARN" in line:
+            msg = line.split("NCCL WARN", 1)[1].strip()
+            if msg not in out["errors"]:
+                out["errors"].append(msg)
+    via = out["channel_transports"]
+    if any(v.startswith("NET/IB") for v in via):
+        out["transport"] = "NET/IB"
+    elif any(v.startswith("NET/Socket") for v in via):
+        out["transport"] = "NET/Socket"
+    elif via:
+        out["transport"] = via[0].split("/")[0]
+    return out
+
+
+def judge_transport(parsed, rdma_expected):
+    """None when the transport is what the fabric should give, else a sentence saying why not."""
+    if parsed["errors"] and not parsed["transport"]:
+        return "NCCL failed before choosing a transport: %s" % "; ".join(parsed["errors"])
+    if rdma_expected and parsed["transport"] != "NET/IB":
+        return ("NCCL used %s although this fabric has RDMA: check NCCL_IB_HCA, NCCL_IB_GID_INDEX and "
+                "that the containers get /dev/infiniband (or run privileged)" % (parsed["transport"] or "no network"))
+    return None

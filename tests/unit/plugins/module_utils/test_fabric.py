@@ -128,3 +128,44 @@ def test_spark_environment_has_every_variable():
     assert "NCCL_IB_DISABLE" not in env  # an override of None removes a variable
     text = render_env_file(sorted(env.items()))
     assert "NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1\n" in text
+
+
+from ansible_collections.sparkops.inference.plugins.module_utils._fabric import (  # noqa: E402
+    judge_transport,
+    parse_nccl_log,
+)
+
+# The lines shared/REAL-WORLD.md quotes from a healthy two-Spark all-reduce over RoCE.
+SPARK_IB_LINES = """spark1:3311:3311 [0] NCCL INFO NCCL version 2.27.7+cuda13.0
+spark1:3311:3311 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [1]roceP2p1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:192.168.100.10<0>
+spark1:3311:3388 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IBext_v11/0
+"""
+
+
+def test_nccl_over_sockets_real_h200_log(fixture_text):
+    parsed = parse_nccl_log(fixture_text("h200x2", "nccl-socket.log"))
+    assert parsed["version"] == "2.28.9+cuda13.0"
+    assert parsed["net"] == "Socket" and parsed["net_devices"] == ["lo:127.0.0.1<0>"]
+    assert parsed["transport"] == "NET/Socket" and parsed["channel_transports"] == ["NET/Socket/0"]
+    assert judge_transport(parsed, rdma_expected=False) is None
+    assert "although this fabric has RDMA" in judge_transport(parsed, rdma_expected=True)
+
+
+def test_nccl_wrong_interface_real_h200_log(fixture_text):
+    parsed = parse_nccl_log(fixture_text("h200x2", "nccl-badif.log"))
+    assert parsed["transport"] is None
+    assert parsed["errors"] == ["Bootstrap : no socket interface found"]
+    assert judge_transport(parsed, False) == "NCCL failed before choosing a transport: Bootstrap : no socket interface found"
+
+
+def test_nccl_ray_actors_on_real_two_gpu_host(fixture_text):
+    parsed = parse_nccl_log(fixture_text("h200x2-ray", "nccl-rank.log"))
+    assert parsed["transport"] == "NET/Socket" and parsed["net_devices"] == ["lo:127.0.0.1<0>"]
+
+
+def test_nccl_over_roce_on_sparks_public_lines():
+    parsed = parse_nccl_log(SPARK_IB_LINES)
+    assert parsed["net"] == "IB"
+    assert parsed["net_devices"] == ["rocep1s0f1:1/RoCE", "roceP2p1s0f1:1/RoCE"]
+    assert parsed["transport"] == "NET/IB" and parsed["channel_transports"] == ["NET/IBext_v11/0"]
+    assert judge_transport(parsed, rdma_expected=True) is None
