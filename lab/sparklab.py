@@ -54,6 +54,7 @@ IPT_CHAIN = "SPARKOPS-LAB"
 MAX_HOSTS = 40
 
 RAY_VERSION = "2.60.0"
+TORCH_VERSION = "2.13.0"  # the CPU build (the lab has no GPU): gloo collectives for the fabric preflight
 DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = ["python3", "ca-certificates", "procps", "iproute2", "curl"]
 ENGINE_IMAGE = "sparkops/lab-engine"
@@ -438,6 +439,25 @@ def layer_ray():
         return tar_layer(tmp, key)
 
 
+def layer_torch():
+    machine = arch()[1]
+    key = recipe_key("torch", TORCH_VERSION, machine, "cp311", "cpu")
+    meta = cached_layer(key)
+    if meta:
+        return meta
+    log("installing torch %s (CPU, cp311, %s) into a layer" % (TORCH_VERSION, machine))
+    platforms = []
+    for tag in ("manylinux_2_36", "manylinux_2_28", "manylinux_2_17", "manylinux2014"):
+        platforms += ["--platform", "%s_%s" % (tag, machine)]
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        site = os.path.join(tmp, "usr/local/lib/python3.11/dist-packages")
+        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--target", site, "--only-binary", ":all:", "--python-version", "3.11",
+             "--implementation", "cp", "--abi", "cp311"] + platforms + ["torch==%s" % TORCH_VERSION])
+        shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)
+        return tar_layer(tmp, key)
+
+
 def push_image(repo, tag, layers, labels):
     a = arch()[0]
     config = {
@@ -481,8 +501,15 @@ def build_images():
     no_ray, dummy = push_image(BASE_IMAGE, DEBIAN_SUITE, [base], {
         "org.opencontainers.image.title": "sparkops lab base (python3, no Ray, no engine)",
         "sparkops.lab": "true"})
-    log("images %s (%s) and %s ready in %.1f s" % (ref, digest, no_ray, time.time() - t0))
-    return {"engine_base": ref, "no_ray": no_ray}
+    # and with torch (CPU): what the fabric preflight runs its gloo all-reduce in
+    torch_layer = layer_torch()
+    with_torch, dummy = push_image(ENGINE_IMAGE, "ray-%s-torch-%s" % (RAY_VERSION, TORCH_VERSION),
+                                   [base, ray, torch_layer], dict(labels, **{
+                                       "org.opencontainers.image.title":
+                                           "sparkops lab engine (python3 + Ray + torch CPU, no GPU engine)",
+                                       "sparkops.torch.version": TORCH_VERSION}))
+    log("images %s (%s), %s and %s ready in %.1f s" % (ref, digest, no_ray, with_torch, time.time() - t0))
+    return {"engine_base": ref, "no_ray": no_ray, "engine_torch": with_torch}
 
 
 # --------------------------------------------------------------------------- hosts

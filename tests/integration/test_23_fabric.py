@@ -82,3 +82,30 @@ def test_subnet_matching_no_interface(lab):
     res = deploy("-e", '{"fabric_address": null, "sparkops_fabric_subnet": "192.168.99.0/24"}')
     assert res.returncode != 0
     assert "no interface on this host has an address in fabric_subnet 192.168.99.0/24" in " ".join(res.out.split())
+
+
+def no_preflight_container_left():
+    for ip in (SPARK1, SPARK2):
+        assert "sparkops-fabric-preflight" not in ssh(ip, "docker ps -a --format '{{.Names}}'").out
+
+
+def test_gloo_preflight_over_the_fabric(lab):
+    res = deploy("-e", "fabric_preflight=true")
+    assert res.returncode == 0, res.out[-3000:]
+    flat = " ".join(res.out.split())
+    for host in ("spark1", "spark2"):
+        assert "%s: gloo all-reduce over gloo/tcp (enp1s0f1np1)" % host in flat
+    no_preflight_container_left()
+
+
+def test_preflight_that_hangs_times_out_and_leaves_nothing(lab):
+    block = ["iptables", "-w", "-I", "OUTPUT", "-d", "192.168.77.11", "-p", "tcp", "--dport", "29511", "-j", "DROP"]
+    assert in_spark2(*block).returncode == 0
+    try:
+        res = deploy("-e", "fabric_preflight=true", "-e", "fabric_preflight_timeout=10")
+    finally:
+        in_spark2(*(["iptables", "-w", "-D"] + block[3:]))
+    assert res.returncode != 0
+    flat = " ".join(res.out.split())
+    assert "the gloo all-reduce (rank 1 of 2, master 192.168.77.11:29511) did not finish within 10 s" in flat
+    no_preflight_container_left()
