@@ -114,16 +114,16 @@ def main():
          "%.2f x hand recipe" % (med["ray_cold"] / med["hand"])),
         ("ray_rerun", "playbooks/ray.yml again, nothing to change", med["ray_rerun"],
          "%.2f x its cold run" % (med["ray_rerun"] / med["ray_cold"])),
-        ("deploy_cold", "deploy.yml (preflight + ray), containers absent", med["deploy_cold"],
+        ("deploy_cold", "deploy.yml (preflight, gpu_memory, fabric, ray), containers absent", med["deploy_cold"],
          "%.2f x hand recipe" % (med["deploy_cold"] / med["hand"])),
         ("deploy_rerun", "deploy.yml again, nothing to change", med["deploy_rerun"],
          "%.2f x its cold run" % (med["deploy_rerun"] / med["deploy_cold"])),
     ]
     print("\nRay cluster bring-up on the lab: %d hosts, image present, %d runs each (wall-clock seconds)\n"
           % (len(hosts), args.runs))
-    print("%-66s %7s %7s %7s  %s" % ("case", "median", "min", "max", "ratio"))
+    print("%-72s %7s %7s %7s  %s" % ("case", "median", "min", "max", "ratio"))
     for key, label, m, ratio in rows:
-        print("%-66s %7.2f %7.2f %7.2f  %s" % (label, m, min(results[key]), max(results[key]), ratio))
+        print("%-72s %7.2f %7.2f %7.2f  %s" % (label, m, min(results[key]), max(results[key]), ratio))
     print("\nchanged tasks in the re-runs: %s" % rerun_changed)
     clean(hosts)
     return 0

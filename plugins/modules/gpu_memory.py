@@ -70,7 +70,9 @@ options:
     type: int
     default: 30
   drop_caches:
-    description: After stopping, C(sync) and drop the page cache (C(echo 3 > /proc/sys/vm/drop_caches)).
+    description:
+      - After stopping, C(sync) and drop the page cache (C(echo 3 > /proc/sys/vm/drop_caches)).
+      - Only when this run stopped something, or the free memory is below what is waited for.
     type: bool
     default: false
   free_gib:
@@ -353,7 +355,9 @@ def freed(module, host):
     if errors:
         module.fail_json(msg="; ".join(errors) + " (what was stopped is in %s)" % p["state_file"],
                          ansible_facts={"sparkops_gpu_memory": dict(result, record=record["stopped"])})
-    if p["drop_caches"]:
+    # drop the page cache when this run freed something or memory is still short; a re-run with
+    # nothing to stop and enough free memory leaves the host alone
+    if p["drop_caches"] and (stopped or (want is not None and before["free_mib"] < want)):
         os.sync()
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
