@@ -169,3 +169,14 @@ def test_nccl_over_roce_on_sparks_public_lines():
     assert parsed["net_devices"] == ["rocep1s0f1:1/RoCE", "roceP2p1s0f1:1/RoCE"]
     assert parsed["transport"] == "NET/IB" and parsed["channel_transports"] == ["NET/IBext_v11/0"]
     assert judge_transport(parsed, rdma_expected=True) is None
+
+
+def test_preflight_script_rank_log_from_real_h200(fixture_text):
+    """The fabric preflight's own script, run with NCCL on a real 2x H200 host (docs/validation.md)."""
+    text = fixture_text("h200x2-preflight", "rank0.log")
+    result = [line for line in text.splitlines() if line.startswith("SPARKOPS_ALLREDUCE=")]
+    assert len(result) == 1 and '"ok": true' in result[0] and '"value": 3.0' in result[0]
+    parsed = parse_nccl_log(text)
+    assert parsed["transport"] == "NET/Socket" and parsed["net_devices"] == ["lo:127.0.0.1<0>"]
+    assert judge_transport(parsed, rdma_expected=False) is None
+    assert judge_transport(parsed, rdma_expected=True).startswith("NCCL used NET/Socket although this fabric has RDMA")
