@@ -25,6 +25,7 @@ description:
     NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_DISABLE, the node addresses for Ray and vLLM, memory and
     affinity settings) and returns it with the file content to write.
   - No RDMA at all is reported (sockets only) unless O(require_rdma=true).
+  - A fabric interface that is down is reported (C(interface.up) false), not failed.
   - With O(peers), also checks that each peer answers on O(peer_port) over the fabric (a refused
     connection counts as reachable, since the peer answered).
 author:
@@ -193,10 +194,10 @@ def main():
         rdma = read_rdma(p["sysfs_root"])
         iface = choose_interface(interfaces, rdma, p["fabric_address"] or None, p["fabric_subnet"] or None,
                                  p["interface"] or None)
-        if not iface["up"]:
-            raise FabricError("the fabric interface %s is down on this host: bring it up "
-                              "(ip link set %s up; check the cable)" % (iface["name"], iface["name"]))
-        plan = fabric_plan(rdma, iface, p["require_rdma"])
+        # a fabric interface that is down is reported (interface.up false), not failed here: the
+        # fabric role's cluster-wide check names it together with the host pairs it cuts off
+        plan = fabric_plan(rdma, iface, p["require_rdma"]) if iface["up"] else \
+            {"rdma": False, "hcas": [], "gid_index": None, "port_state": None}
     except (FabricError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     pairs = fabric_env(iface, plan, p["head_address"] or iface["address"], p["env_overrides"], p["env_extra"])
