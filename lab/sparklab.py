@@ -59,6 +59,20 @@ DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = ["python3", "ca-certificates", "procps", "iproute2", "curl"]
 ENGINE_IMAGE = "sparkops/lab-engine"
 BASE_IMAGE = "sparkops/lab-base"
+# Real engine releases from PyPI: their Python source trees (model registries included) and
+# dist-info go into the lab images, installed the way the official images install them
+# (vLLM as a wheel; SGLang editable from /sgl-workspace/sglang/python). Nothing is compiled:
+# the images cannot run these engines (no GPU, no torch), only be probed.
+ENGINE_RELEASES = [
+    # (image repo:tag, engine, version, how it is installed, Ray?, config architecture)
+    ("sparkops/lab-vllm:0.14.0", "vllm", "0.14.0", "wheel", True, None),       # no Qwen3.5
+    ("sparkops/lab-sglang:0.5.4", "sglang", "0.5.4", "editable-pth", True, None),  # no Qwen3.5
+    ("sparkops/lab-vllm:0.17.0-arm64", "vllm", "0.17.0", "wheel", True, "arm64"),  # wrong CPU here
+    ("sparkops/lab-vllm:0.17.0", "vllm", "0.17.0", "wheel", True, None),       # has Qwen3.5
+    ("sparkops/lab-sglang:0.5.10", "sglang", "0.5.10", "editable-finder", False, None),  # no Ray
+]
+SGLANG_SRC = "sgl-workspace/sglang/python"
+SITE = "usr/local/lib/python3.11/dist-packages"
 
 # apt package -> a file it provides; missing files get their packages installed
 NEEDED = {
@@ -458,8 +472,97 @@ def layer_torch():
         return tar_layer(tmp, key)
 
 
-def push_image(repo, tag, layers, labels):
-    a = arch()[0]
+def engine_wheel(engine, version):
+    """The real release wheel from PyPI (arm64 for vLLM, as on a Spark; SGLang is pure Python)."""
+    wdir = os.path.join(CACHE, "wheels")
+    os.makedirs(wdir, exist_ok=True)
+    prefix = "%s-%s-" % (engine, version)
+    found = [f for f in os.listdir(wdir) if f.startswith(prefix) and f.endswith(".whl")]
+    if not found:
+        log("downloading the %s %s release wheel from PyPI" % (engine, version))
+        extra = ["--python-version", "3.12", "--platform", "manylinux_2_31_aarch64"] \
+            if engine == "vllm" else []
+        run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+             "--no-deps", "--only-binary", ":all:", "-d", wdir] + extra
+            + ["%s==%s" % (engine, version)])
+        found = [f for f in os.listdir(wdir) if f.startswith(prefix) and f.endswith(".whl")]
+    if not found:
+        raise LabError("pip download of %s==%s left no wheel in %s" % (engine, version, wdir))
+    return os.path.join(wdir, found[0])
+
+
+def extract_engine(wheel, root, engine, version, how):
+    """Write the release's .py tree and dist-info under root, installed the way `how` says."""
+    import zipfile  # pylint: disable=import-outside-toplevel
+    site = os.path.join(root, SITE)
+    pkg_root = os.path.join(root, SGLANG_SRC) if how.startswith("editable") else site
+    info = "%s-%s.dist-info" % (engine, version)
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.startswith(info + "/"):
+                if name.split("/")[-1] not in ("METADATA", "entry_points.txt", "top_level.txt"):
+                    continue
+                dst = os.path.join(site, name)
+            elif name.endswith(".py") and name.startswith(engine + "/"):
+                dst = os.path.join(pkg_root, name)
+            else:
+                continue
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with open(dst, "wb") as f:
+                f.write(z.read(name))
+    write(os.path.join(site, info, "INSTALLER"), "pip\n")
+    if how == "wheel":
+        return
+    src = "/" + SGLANG_SRC
+    write(os.path.join(site, info, "direct_url.json"),
+          json.dumps({"url": "file://" + src, "dir_info": {"editable": True}}) + "\n")
+    if how == "editable-pth":  # a plain path line (setuptools' lenient mode, older pip)
+        write(os.path.join(site, "__editable__.%s-%s.pth" % (engine, version)), src + "\n")
+    else:  # setuptools' finder hook: a .pth that imports a module holding a MAPPING
+        mod = "__editable___%s_%s_finder" % (engine, version.replace(".", "_"))
+        write(os.path.join(site, "__editable__.%s-%s.pth" % (engine, version)),
+              "import %s; %s.install()\n" % (mod, mod))
+        write(os.path.join(site, mod + ".py"),
+              "MAPPING = {%r: %r}\nNAMESPACES = {}\n\n\ndef install():\n    pass\n"
+              % (engine, src + "/" + engine))
+
+
+def layer_engine(engine, version, how):
+    wheel = engine_wheel(engine, version)
+    key = recipe_key("engine", engine, version, how, os.path.basename(wheel), SITE)
+    meta = cached_layer(key)
+    if meta:
+        return meta
+    log("writing the %s %s source tree (%s) into a layer" % (engine, version, how))
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        extract_engine(wheel, tmp, engine, version, how)
+        return tar_layer(tmp, key)
+
+
+def layer_files(name, files):
+    """A small layer of files {image path: (text, mode)}."""
+    key = recipe_key("files", name, sorted(files.items()))
+    meta = cached_layer(key)
+    if meta:
+        return meta
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        for path, (text, mode) in files.items():
+            write(os.path.join(tmp, path.lstrip("/")), text, mode)
+        return tar_layer(tmp, key)
+
+
+def layer_model_server():
+    with open(os.path.join(HERE, "standins", "model_server.py")) as f:
+        text = f.read()
+    return layer_files("model-server", {
+        "/opt/sparkops-lab/model_server.py": (text, 0o644),
+        "/etc/sparkops-lab-standin": ("This image's /opt/sparkops-lab/model_server.py is a LAB "
+                                      "STAND-IN for an inference server (no GPU in the lab).\n",
+                                      0o644)})
+
+
+def push_image(repo, tag, layers, labels, architecture=None):
+    a = architecture or arch()[0]
     config = {
         "architecture": a, "os": "linux",
         "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -508,8 +611,21 @@ def build_images():
                                        "org.opencontainers.image.title":
                                            "sparkops lab engine (python3 + Ray + torch CPU, no GPU engine)",
                                        "sparkops.torch.version": TORCH_VERSION}))
-    log("images %s (%s), %s and %s ready in %.1f s" % (ref, digest, no_ray, with_torch, time.time() - t0))
-    return {"engine_base": ref, "no_ray": no_ray, "engine_torch": with_torch}
+    images = {"engine_base": ref, "no_ray": no_ray, "engine_torch": with_torch}
+    serve = layer_model_server()
+    for image, engine, version, how, with_ray, architecture in ENGINE_RELEASES:
+        repo, tag = image.split(":")
+        layers = [base] + ([ray] if with_ray else []) + [layer_engine(engine, version, how), serve]
+        images[image] = push_image(repo, tag, layers, {
+            "org.opencontainers.image.title": "sparkops lab %s %s (real release source tree, "
+                                              "installed %s; cannot run it: no GPU)" % (engine, version, how),
+            "sparkops.lab": "true"}, architecture=architecture)[0]
+    # an image without Python (one small layer): what a probe meets in a non-engine image
+    images["no_python"] = push_image("sparkops/lab-nopython", "1", [layer_files("nopython", {
+        "/etc/os-release": ("NAME=\"sparkops lab image without python\"\n", 0o644)})],
+        {"sparkops.lab": "true"})[0]
+    log("%d images ready in %.1f s (%s ...)" % (len(images), time.time() - t0, ref))
+    return images
 
 
 # --------------------------------------------------------------------------- hosts

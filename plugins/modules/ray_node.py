@@ -117,6 +117,7 @@ import socket
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils import _cache
 from ansible_collections.sparkops.inference.plugins.module_utils._ray import (
     RayParseError,
     classify_containers,
@@ -172,13 +173,7 @@ def image_ray_version(module, docker, p):
     rc, image_id, dummy = module.run_command([docker, "image", "inspect", "--format", "{{.Id}}",
                                               p["image"]], environ_update=C_LOCALE)
     image_id = image_id.strip() if rc == 0 else None
-    cache = {}
-    if image_id:
-        try:
-            with open(p["cache_file"]) as f:
-                cache = json.load(f)
-        except (IOError, OSError, ValueError):
-            cache = {}
+    cache = _cache.load(p["cache_file"]) if image_id else {}
     version = cache.get(image_id) if image_id else None
     if version is None:
         rc, out, err = module.run_command(
@@ -191,15 +186,9 @@ def image_ray_version(module, docker, p):
         version = out.strip()
         if image_id and not module.check_mode:
             cache[image_id] = version
-            try:
-                directory = os.path.dirname(p["cache_file"])
-                if not os.path.isdir(directory):
-                    os.makedirs(directory, 0o755)
-                with open(p["cache_file"] + ".tmp", "w") as f:
-                    json.dump(cache, f)
-                os.rename(p["cache_file"] + ".tmp", p["cache_file"])
-            except (IOError, OSError) as exc:
-                module.warn("could not cache the image check in %s: %s" % (p["cache_file"], exc))
+            problem = _cache.save(p["cache_file"], cache)
+            if problem:
+                module.warn(problem)
     else:
         problem = image_ray_problem(p["image"], 0, version, "", bool(p["min_ray_version"]),
                                     p["min_ray_version"])

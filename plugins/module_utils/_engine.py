@@ -1,0 +1,594 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What an engine image can serve, decided from its files; and which candidate to pick.
+
+Pure logic over text and a read-only view of an image's files (see _image_fs.py): the
+engines' registry sources are parsed with `ast`, never imported or executed. No
+AnsibleModule import here.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ast
+import json
+import posixpath
+import re
+
+# bump when what a static probe returns changes: cached results of older probes are ignored
+PROBE_VERSION = 3
+
+ENGINES = ("sglang", "vllm")  # an SGLang image may carry vLLM as a library: SGLang wins
+VERSION_PACKAGES = {
+    "vllm": ["vllm"],
+    "sglang": ["sglang"],
+    "torch": ["torch"],
+    "triton": ["triton", "pytorch-triton"],
+    "transformers": ["transformers"],
+    "flashinfer": ["flashinfer-python", "flashinfer"],
+    "ray": ["ray"],
+}
+VLLM_REGISTRY = "model_executor/models/registry.py"
+SGLANG_MODELS = "srt/models"
+FALLBACK_MODULE = "transformers"  # vLLM's generic backend lives in models/transformers*
+SGLANG_FALLBACK = "TransformersForCausalLM"
+VERDICTS = ("native", "fallback", "unsupported")
+
+SITE_GLOBS = [
+    "/usr/lib/python3/dist-packages",
+    "/usr/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+    "/opt/conda/lib/python3*/site-packages",
+    "/opt/*/lib/python3*/site-packages",
+    "/root/.local/lib/python3*/site-packages",
+]
+
+
+class EngineError(Exception):
+    """Input that cannot be used (a model config, a candidate list); the text is for users."""
+
+
+def canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def env_dict(env_list):
+    out = {}
+    for item in env_list or []:
+        key, sep, value = item.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
+def site_dirs(fs, env):
+    """Directories where the image's Python keeps installed distributions."""
+    patterns = list(SITE_GLOBS)
+    for entry in env.get("PATH", "").split(":"):
+        if entry.endswith("/bin") and entry not in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin",
+                                                    "/usr/sbin", "/usr/local/sbin"):
+            patterns.append(entry[:-4] + "/lib/python3*/site-packages")
+    for entry in env.get("PYTHONPATH", "").split(":"):
+        if entry.startswith("/"):
+            patterns.append(entry)
+    seen = []
+    for pattern in patterns:
+        for path in fs.glob(pattern):
+            if path not in seen and fs.isdir(path):
+                seen.append(path)
+    return seen
+
+
+def find_python(fs, env):
+    dirs = [d for d in env.get("PATH", "").split(":") if d.startswith("/")] or ["/usr/bin"]
+    for d in dirs + ["/usr/bin", "/usr/local/bin"]:
+        for name in ("python3", "python"):
+            path = posixpath.join(d, name)
+            if fs.exists(path):
+                return path
+    return None
+
+
+def parse_metadata(text):
+    """Name and Version of a METADATA / PKG-INFO file."""
+    info = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # headers end at the first blank line; the description follows
+        key, sep, value = line.partition(":")
+        if sep and key in ("Name", "Version") and key not in info:
+            info[key] = value.strip()
+    return info
+
+
+def distributions(fs, sites):
+    """canonical name -> {name, version, site, info_dir} of every installed distribution."""
+    found = {}
+    for site in sites:
+        for entry in fs.listdir(site):
+            if not entry.endswith((".dist-info", ".egg-info")):
+                continue
+            info_dir = posixpath.join(site, entry)
+            meta = None
+            for fname in ("METADATA", "PKG-INFO"):
+                meta = fs.read_text(posixpath.join(info_dir, fname))
+                if meta is not None:
+                    break
+            parsed = parse_metadata(meta or "")
+            stem = entry.rsplit(".", 1)[0]
+            name = parsed.get("Name") or stem.split("-")[0]
+            version = parsed.get("Version") or (stem.split("-")[1] if "-" in stem else None)
+            key = canonical(name)
+            if key not in found:
+                found[key] = {"name": name, "version": version, "site": site, "info_dir": info_dir}
+    return found
+
+
+def editable_roots(fs, dist, sites):
+    """Source roots an editable install points at: direct_url.json, .pth lines, finder maps."""
+    roots = []
+    direct = fs.read_text(posixpath.join(dist["info_dir"], "direct_url.json"))
+    if direct:
+        try:
+            data = json.loads(direct)
+        except ValueError:
+            data = {}
+        url = data.get("url", "") if isinstance(data, dict) else ""
+        if url.startswith("file://") and (data.get("dir_info") or {}).get("editable"):
+            roots.append(url[len("file://"):])
+    for site in sites:
+        for entry in fs.listdir(site):
+            path = posixpath.join(site, entry)
+            if entry.endswith(".pth"):
+                for line in (fs.read_text(path) or "").splitlines():
+                    line = line.strip()
+                    if line.startswith("/"):
+                        roots.append(line)
+            elif entry.startswith("__editable__") and entry.endswith("_finder.py"):
+                roots.extend(finder_roots(fs.read_text(path) or ""))
+    return roots
+
+
+def finder_roots(text):
+    """Directories named in a setuptools editable finder's MAPPING (package -> its source dir)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "MAPPING" for t in node.targets):
+            try:
+                mapping = ast.literal_eval(node.value)
+            except ValueError:
+                return []
+            return [posixpath.dirname(v.rstrip("/")) for v in mapping.values()
+                    if isinstance(v, str)]
+    return []
+
+
+def package_dir(fs, name, dist, sites):
+    """Where package `name` lives: next to its dist-info, or at an editable install's source."""
+    candidates = [posixpath.join(dist["site"], name)] if dist else []
+    if dist:
+        candidates += [posixpath.join(root, name) for root in editable_roots(fs, dist, sites)]
+    for site in sites:
+        candidates.append(posixpath.join(site, name))
+    for path in candidates:
+        if fs.isdir(path) and fs.exists(posixpath.join(path, "__init__.py")):
+            return path, (dist is not None and not path.startswith(dist["site"] + "/"))
+    return None, False
+
+
+# ----------------------------------------------------------------------------- registries
+
+def vllm_registry(text):
+    """Architectures of a vLLM registry.py: {arch: (module, class)} and removed archs.
+
+    Every module-level dict whose values are ("module", "Class") tuples is a model table
+    (_TEXT_GENERATION_MODELS, _MULTIMODAL_MODELS, ...); _VLLM_MODELS merges them.
+    """
+    tree = ast.parse(text.lstrip("\ufeff"))
+    models = {}
+    removed = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            value = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets, value = [node.target.id], node.value
+        else:
+            continue
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, val in zip(value.keys, value.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            if isinstance(val, ast.Tuple) and len(val.elts) >= 2 and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in val.elts[:2]):
+                models[key.value] = (val.elts[0].value, val.elts[1].value)
+            elif "PREVIOUSLY" in "".join(targets) and isinstance(val, ast.Constant):
+                removed[key.value] = str(val.value)
+    if not models:
+        raise EngineError("no model table found in vLLM's registry source")
+    return models, removed
+
+
+def sglang_entry_classes(text):
+    """Class names a SGLang model module registers through EntryClass.
+
+    Source the controller's Python cannot parse (syntax of a newer Python than the host's) is
+    read with a pattern for the one assignment instead; None when neither finds the module's
+    shape.
+    """
+    text = text.lstrip("\ufeff")  # a BOM, as Python's own import accepts
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        m = re.search(r"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", text, re.M)
+        if not m:
+            return [] if "EntryClass" not in text else None
+        return [n.split(".")[-1] for n in re.findall(r"[A-Za-z_][\w.]*", m.group(1))]
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            names = []
+            for v in values:
+                if isinstance(v, ast.Name):
+                    names.append(v.id)
+                elif isinstance(v, ast.Attribute):
+                    names.append(v.attr)
+    return names
+
+
+def engine_archs(fs, engine, pkg):
+    """{native: [...], fallback: [...], removed: {arch: version}, errors: [...]} of an engine."""
+    errors = []
+    if engine == "vllm":
+        path = posixpath.join(pkg, VLLM_REGISTRY)
+        text = fs.read_text(path)
+        if text is None:
+            return None, ["vLLM is installed but %s is missing" % path]
+        try:
+            models, removed = vllm_registry(text)
+        except (SyntaxError, EngineError) as exc:
+            return None, ["%s could not be read: %s" % (path, exc)]
+        native = sorted(a for a, (mod, dummy) in models.items() if not mod.startswith(FALLBACK_MODULE))
+        fallback = sorted(a for a, (mod, dummy) in models.items() if mod.startswith(FALLBACK_MODULE))
+        return {"native": native, "fallback": fallback, "removed": removed}, errors
+    models_dir = posixpath.join(pkg, SGLANG_MODELS)
+    if not fs.isdir(models_dir):
+        return None, ["SGLang is installed but %s is missing" % models_dir]
+    native = set()
+    for entry in sorted(fs.listdir(models_dir)):
+        if not entry.endswith(".py") or entry.startswith("__"):
+            continue
+        names = sglang_entry_classes(fs.read_text(posixpath.join(models_dir, entry)) or "")
+        if names is None:
+            errors.append("%s/%s does not parse" % (models_dir, entry))
+            continue
+        native.update(names)
+    fallback = sorted(native & {SGLANG_FALLBACK})
+    return {"native": sorted(native - set(fallback)), "fallback": fallback, "removed": {}}, errors
+
+
+def cuda_version(fs, torch_pkg, env):
+    if torch_pkg:
+        text = fs.read_text(posixpath.join(torch_pkg, "version.py")) or ""
+        m = re.search(r"^cuda(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        if m:
+            return m.group(1)
+    if env.get("CUDA_VERSION"):
+        return env["CUDA_VERSION"]
+    text = fs.read_text("/usr/local/cuda/version.json")
+    if text:
+        try:
+            return json.loads(text)["cuda_cudart"]["version"]
+        except (ValueError, KeyError, TypeError):
+            pass
+    return None
+
+
+def static_facts(fs, config):
+    """Everything a static probe learns about an image; cached by image id.
+
+    config: the image's `docker image inspect` .Config (Env is used).
+    """
+    env = env_dict((config or {}).get("Env"))
+    errors = []
+    python = find_python(fs, env)
+    sites = site_dirs(fs, env)
+    dists = distributions(fs, sites)
+    versions = {}
+    for key, names in VERSION_PACKAGES.items():
+        versions[key] = next((dists[canonical(n)]["version"] for n in names if canonical(n) in dists), None)
+    engine = next((e for e in ENGINES if e in dists), None)
+    facts = {"python": python, "engine": engine, "engine_path": None, "editable": False,
+             "native": [], "fallback": [], "removed": {}, "versions": versions,
+             "errors": errors, "probe_version": PROBE_VERSION}
+    if python is None:
+        errors.append("the image has no python3 (looked on its PATH %s): no Python engine can run "
+                      "in it" % (env.get("PATH") or "(unset)"))
+    if engine is None:
+        errors.append("no inference engine installed: neither vLLM nor SGLang has a dist-info in "
+                      "%s" % (", ".join(sites) or "the image (no Python site-packages found)"))
+    else:
+        pkg, editable = package_dir(fs, engine, dists[engine], sites)
+        facts["engine_path"], facts["editable"] = pkg, editable
+        if pkg is None:
+            errors.append("%s %s is registered in %s but its package directory was not found "
+                          "(editable install whose source is missing?)"
+                          % (engine, versions[engine], dists[engine]["info_dir"]))
+        else:
+            archs, errs = engine_archs(fs, engine, pkg)
+            errors.extend(errs)
+            if archs:
+                facts.update(archs)
+    torch_pkg = package_dir(fs, "torch", dists.get("torch"), sites)[0] if "torch" in dists else None
+    versions["cuda"] = cuda_version(fs, torch_pkg, env)
+    return facts
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+def verdicts(facts, architectures):
+    """{arch: native|fallback|unsupported} for the requested architectures, plus notes."""
+    out, notes = {}, []
+    native, fallback = set(facts.get("native") or []), set(facts.get("fallback") or [])
+    for arch in architectures:
+        if arch in native:
+            out[arch] = "native"
+        elif fallback and arch not in (facts.get("removed") or {}):
+            out[arch] = "fallback"
+            notes.append("%s is not in %s's own model registry: only its generic Transformers "
+                         "backend could load it" % (arch, facts.get("engine")))
+        else:
+            out[arch] = "unsupported"
+            if arch in (facts.get("removed") or {}):
+                notes.append("%s was removed from %s (last supported in %s)"
+                             % (arch, facts.get("engine"), facts["removed"][arch]))
+    return out, notes
+
+
+def result(image_info, facts, architectures, method):
+    """The module's answer for one image."""
+    archs, notes = verdicts(facts, architectures) if facts.get("engine") else (
+        dict((a, "unsupported") for a in architectures), [])
+    versions = dict(facts.get("versions") or {})
+    engine = facts.get("engine")
+    versions["engine"] = versions.get(engine) if engine else None
+    return {
+        "image": image_info.get("image"),
+        "id": image_info.get("id"),
+        "digest": image_info.get("digest"),
+        "platform": image_info.get("platform"),
+        "engine": engine,
+        "editable": facts.get("editable", False),
+        "engine_path": facts.get("engine_path"),
+        "versions": dict((k, versions.get(k)) for k in
+                         ("engine", "torch", "cuda", "triton", "transformers", "flashinfer", "ray")),
+        "architectures": archs,
+        "supported": bool(engine) and all(v == "native" for v in archs.values()),
+        "method": method,
+        "errors": list(facts.get("errors") or []),
+        "notes": notes,
+        "native_count": len(facts.get("native") or []),
+    }
+
+
+# ----------------------------------------------------------------------------- model config
+
+def model_architectures(text, path):
+    """(architectures, model_type) from a model's raw config.json; EngineError names the file."""
+    if text is None:
+        raise EngineError("%s does not exist: set model_path (sparkops_model_path) to the model "
+                          "directory on the head host, or give the architectures with "
+                          "engine_image_architectures" % path)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise EngineError("%s is not JSON (%s): expected the model's Hugging Face config.json"
+                          % (path, exc))
+    if not isinstance(data, dict):
+        raise EngineError("%s holds a %s, expected a JSON object with \"architectures\""
+                          % (path, type(data).__name__))
+    archs = data.get("architectures")
+    if not archs or not isinstance(archs, list) or not all(isinstance(a, str) and a for a in archs):
+        raise EngineError("%s has no \"architectures\" list (found %s): expected e.g. "
+                          "[\"Qwen3_5MoeForConditionalGeneration\"]; set engine_image_architectures "
+                          "to name them" % (path, json.dumps(archs)))
+    return archs, data.get("model_type")
+
+
+# ----------------------------------------------------------------------------- selection
+
+DOCKER_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def docker_platform(machine):
+    return "linux/" + DOCKER_ARCH.get(machine, machine)
+
+
+def candidate_problems(image, per_host, host_platforms, need_ray):
+    """Why a candidate cannot serve the model (empty list: it can).
+
+    per_host: host -> probe result (or {"error": text} when pulling/probing failed there).
+    """
+    problems = []
+    failed = sorted(h for h, r in per_host.items() if r.get("error"))
+    for h in failed:
+        problems.append("%s: %s" % (h, per_host[h]["error"]))
+    ok = dict((h, r) for h, r in per_host.items() if not r.get("error"))
+    if not ok:
+        return problems
+    digests = set(r.get("digest") or r.get("id") for r in ok.values())
+    if len(digests) > 1:
+        problems.append("the hosts hold different images under this name (%s): re-pull it"
+                        % ", ".join("%s %s" % (h, (r.get("digest") or r.get("id") or "?")[-19:])
+                                    for h, r in sorted(ok.items())))
+    for h, r in sorted(ok.items()):
+        want = host_platforms.get(h)
+        if want and r.get("platform") and r["platform"] != want:
+            problems.append("built for %s, %s is %s" % (r["platform"], h, want))
+            break
+    first = ok[sorted(ok)[0]]
+    if not first.get("engine"):
+        problems.append("no engine (%s)" % "; ".join(first.get("errors") or ["neither vLLM nor SGLang"]))
+        return problems
+    lacking = ["%s: %s" % (a, v) for a, v in sorted(first["architectures"].items()) if v != "native"]
+    if lacking:
+        problems.append("%s %s does not support %s natively"
+                        % (first["engine"], first["versions"].get("engine"), ", ".join(lacking)))
+    if need_ray and not first["versions"].get("ray"):
+        problems.append("no Ray in the image (the cluster backend is Ray)")
+    return problems
+
+
+def select(candidates, probes, host_platforms, need_ray):
+    """(selected image or None, table rows) over candidates in preference order.
+
+    probes: image -> host -> probe result.
+    """
+    if not candidates:
+        raise EngineError("the candidate list is empty: set engine_image_candidates (or "
+                          "sparkops_engine_candidates) to the images to try, preferred first")
+    rows, selected = [], None
+    for image in candidates:
+        per_host = probes.get(image) or {}
+        problems = candidate_problems(image, per_host, host_platforms, need_ray) if per_host else [
+            "not probed"]
+        ok = [r for r in per_host.values() if not r.get("error")]
+        first = ok[0] if ok else {}
+        if not problems and selected is None:
+            selected, status = image, "selected"
+        elif not problems:
+            status = "fits (an earlier candidate was chosen)"
+        else:
+            status = "rejected"
+        rows.append({
+            "image": image,
+            "status": status,
+            "engine": first.get("engine"),
+            "version": (first.get("versions") or {}).get("engine"),
+            "ray": (first.get("versions") or {}).get("ray"),
+            "platform": first.get("platform"),
+            "digest": first.get("digest"),
+            "architectures": first.get("architectures") or {},
+            "reasons": problems,
+        })
+    return selected, rows
+
+
+def table_text(rows):
+    """The candidate table as plain text lines."""
+    lines = []
+    width = max([len(r["image"]) for r in rows] + [5])
+    for r in rows:
+        engine = ("%s %s" % (r["engine"], r["version"] or "?")) if r["engine"] else "no engine"
+        lines.append("%-*s  %-9s  %-16s  ray %-8s  %s" % (
+            width, r["image"], r["status"].split(" ")[0], engine, r["ray"] or "-",
+            r["platform"] or "?"))
+        for reason in r["reasons"]:
+            lines.append("%*s  - %s" % (width, "", reason))
+    return lines
+
+
+# ----------------------------------------------------------------------------- runtime probe
+
+# Run as `python3 -c RUNTIME_SNIPPET '<archs json>'` inside the image (network none). It asks
+# the engine's own registry, and keeps the import errors the engines log and swallow.
+RUNTIME_SNIPPET = r'''
+import io, json, logging, sys
+from importlib import metadata
+archs = json.loads(sys.argv[1])
+out = {"engine": None, "versions": {}, "native": [], "fallback": [], "removed": {},
+       "errors": [], "loaded": {}}
+PACKAGES = %s
+for key, names in PACKAGES.items():
+    for name in names:
+        try:
+            out["versions"][key] = metadata.version(name)
+            break
+        except Exception:
+            out["versions"][key] = None
+try:
+    import torch
+    out["versions"]["cuda"] = getattr(torch.version, "cuda", None)
+except Exception as exc:
+    out["versions"]["cuda"] = None
+    out["errors"].append("import torch: %%s: %%s" %% (type(exc).__name__, exc))
+buf = io.StringIO()
+handler = logging.StreamHandler(buf)
+logging.getLogger().addHandler(handler)
+for eng in ("sglang", "vllm"):
+    if out["versions"].get(eng):
+        out["engine"] = eng
+        break
+try:
+    if out["engine"] == "vllm":
+        try:
+            from vllm.plugins import load_general_plugins
+            load_general_plugins()
+        except Exception as exc:
+            out["errors"].append("vllm plugins: %%s: %%s" %% (type(exc).__name__, exc))
+        from vllm.model_executor.models.registry import ModelRegistry
+        for arch in sorted(ModelRegistry.get_supported_archs()):
+            model = ModelRegistry.models.get(arch)
+            module = getattr(model, "module_name", "") or ""
+            (out["fallback"] if ".transformers" in module else out["native"]).append(arch)
+        for arch in archs:
+            if arch in ModelRegistry.models:
+                try:
+                    ModelRegistry.models[arch].load_model_cls()
+                    out["loaded"][arch] = True
+                except Exception as exc:
+                    out["loaded"][arch] = False
+                    out["errors"].append("loading %%s: %%s: %%s" %% (arch, type(exc).__name__, exc))
+    elif out["engine"] == "sglang":
+        from sglang.srt.models.registry import ModelRegistry
+        for arch in sorted(ModelRegistry.get_supported_archs()):
+            (out["fallback"] if arch == "TransformersForCausalLM" else out["native"]).append(arch)
+except Exception as exc:
+    out["errors"].append("importing %%s's model registry failed: %%s: %%s"
+                         %% (out["engine"], type(exc).__name__, str(exc)[:300]))
+for line in buf.getvalue().splitlines():
+    if "Ignore import error" in line or "Error" in line:
+        out["errors"].append(line.strip()[:300])
+print("SPARKOPS_PROBE " + json.dumps(out))
+''' % json.dumps(VERSION_PACKAGES)
+
+
+def parse_runtime_output(rc, stdout, stderr, image):
+    """Facts (as static_facts returns them) from the runtime snippet's output."""
+    for line in (stdout or "").splitlines():
+        if line.startswith("SPARKOPS_PROBE "):
+            data = json.loads(line[len("SPARKOPS_PROBE "):])
+            facts = {"engine": data["engine"], "native": data["native"], "fallback": data["fallback"],
+                     "removed": {}, "versions": data["versions"], "errors": data["errors"],
+                     "editable": False, "engine_path": None, "probe_version": PROBE_VERSION}
+            if data["engine"] and not data["native"]:
+                facts["undecided"] = True
+            for arch, ok in data.get("loaded", {}).items():
+                if not ok:
+                    facts["native"] = [a for a in facts["native"] if a != arch]
+            if not data["engine"]:
+                facts["errors"].append("no inference engine installed (neither vllm nor sglang "
+                                       "is a distribution in the image's Python)")
+            return facts
+    text = ((stderr or "") + (stdout or "")).strip()
+    low = text.lower()
+    if "executable file not found" in low or "no such file or directory" in low and "python3" in low:
+        msg = "the image %s has no python3 to run the runtime probe in" % image
+    elif "exec format error" in low:
+        msg = "the image %s is built for another CPU architecture (exec format error)" % image
+    else:
+        msg = "the runtime probe of %s failed (exit %d): %s" % (image, rc, text[-600:])
+    return {"engine": None, "native": [], "fallback": [], "removed": {}, "versions": {},
+            "errors": [msg], "editable": False, "engine_path": None, "undecided": True,
+            "probe_version": PROBE_VERSION}

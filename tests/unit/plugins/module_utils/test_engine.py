@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Static probe, verdicts and selection over the REAL engine releases from PyPI: each test
+# installs a release's source tree the way the official images do (lab/sparklab.py's
+# extract_engine, the same code that builds the lab images) into a directory that stands
+# for an image layer, and reads it as the probe reads an image.
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import sys
+import tarfile
+import zipfile
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
+    EngineError,
+    model_architectures,
+    parse_runtime_output,
+    select,
+    sglang_entry_classes,
+    static_facts,
+    table_text,
+    verdicts,
+    vllm_registry,
+)
+from ansible_collections.sparkops.inference.plugins.module_utils._image_fs import LayerFS, TarFS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))))
+sys.path.insert(0, os.path.join(ROOT, "lab"))
+import sparklab  # noqa: E402 pylint: disable=wrong-import-position,import-error
+
+QWEN35 = "Qwen3_5MoeForConditionalGeneration"
+ENV = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
+RELEASES = [("vllm", "0.14.0", "wheel"), ("vllm", "0.17.0", "wheel"),
+            ("sglang", "0.5.4", "editable-pth"), ("sglang", "0.5.10", "editable-finder")]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(engine, version) -> (root dir of the 'image', wheel path) for every release."""
+    out = {}
+    for engine, version, how in RELEASES:
+        wheel = sparklab.engine_wheel(engine, version)
+        root = str(tmp_path_factory.mktemp("%s-%s" % (engine, version)))
+        sparklab.extract_engine(wheel, root, engine, version, how)
+        os.makedirs(os.path.join(root, "usr/bin"))
+        with open(os.path.join(root, "usr/bin/python3"), "w") as f:
+            f.write("")
+        out[(engine, version)] = (root, wheel)
+    return out
+
+
+def oracle_archs(wheel, engine):
+    """What the release's own registry contains, read with plain text search (no ast)."""
+    with zipfile.ZipFile(wheel) as z:
+        if engine == "vllm":
+            text = z.read("vllm/model_executor/models/registry.py").decode()
+            return set(re.findall(r'^\s+"(\w+)":\s*\(\s*(?:#[^\n]*)?\s*"(?!transformers)', text, re.M))
+        names = set()
+        for n in z.namelist():
+            if n.startswith("sglang/srt/models/") and n.count("/") == 3 and n.endswith(".py"):
+                text = z.read(n).decode("utf-8-sig")
+                m = re.search(r"^EntryClass\s*=\s*(\[[^\]]*\]|\w+)", text, re.M)
+                if m:
+                    names.update(re.findall(r"\w+", m.group(1)))
+        return names
+
+
+@pytest.mark.parametrize("engine,version,has_qwen35", [
+    ("vllm", "0.14.0", False), ("vllm", "0.17.0", True),
+    ("sglang", "0.5.4", False), ("sglang", "0.5.10", True)])
+def test_verdicts_match_the_release_registry(installed, engine, version, has_qwen35):
+    root, wheel = installed[(engine, version)]
+    facts = static_facts(LayerFS([root]), ENV)
+    assert facts["engine"] == engine
+    assert facts["versions"][engine] == version
+    assert facts["errors"] == []
+    expected = oracle_archs(wheel, engine)
+    assert (QWEN35 in expected) is has_qwen35  # what REAL-WORLD.md says of these releases
+    found = set(facts["native"])
+    assert found - {"TransformersForCausalLM"} == expected - {"TransformersForCausalLM"}
+    got, notes = verdicts(facts, [QWEN35, "LlamaForCausalLM", "NoSuchModelForCausalLM"])
+    assert got[QWEN35] == ("native" if has_qwen35 else "fallback")
+    assert got["LlamaForCausalLM"] == "native"  # every release has it
+    assert got["NoSuchModelForCausalLM"] == "fallback"  # none has it; both have a Transformers backend
+    assert any("NoSuchModelForCausalLM" in n for n in notes)
+
+
+def test_editable_sglang_is_found_at_its_source(installed):
+    for version, how in (("0.5.4", ".pth line"), ("0.5.10", "finder map")):
+        root = installed[("sglang", version)][0]
+        facts = static_facts(LayerFS([root]), ENV)
+        assert facts["editable"] is True, how
+        assert facts["engine_path"] == "/sgl-workspace/sglang/python/sglang", how
+        assert not os.path.exists(os.path.join(root, sparklab.SITE, "sglang"))
+
+
+def test_editable_found_without_direct_url(installed):
+    """An editable install without direct_url.json (older pip): the .pth line leads to it."""
+    root = installed[("sglang", "0.5.4")][0]
+    info = os.path.join(root, sparklab.SITE, "sglang-0.5.4.dist-info", "direct_url.json")
+    saved = open(info).read()
+    os.unlink(info)
+    try:
+        facts = static_facts(LayerFS([root]), ENV)
+    finally:
+        with open(info, "w") as f:
+            f.write(saved)
+    assert facts["engine_path"] == "/sgl-workspace/sglang/python/sglang"
+    assert QWEN35 not in facts["native"]
+
+
+def test_vllm_registry_tables(installed):
+    root = installed[("vllm", "0.17.0")][0]
+    text = open(os.path.join(root, sparklab.SITE, "vllm/model_executor/models/registry.py")).read()
+    models, removed = vllm_registry(text)
+    assert models[QWEN35] == ("qwen3_5", QWEN35)
+    assert models["TransformersForCausalLM"][0] == "transformers"
+    assert all(isinstance(v, str) for v in removed.values())
+
+
+def test_layers_whiteouts_and_opaque_dirs(installed, tmp_path):
+    """An upper layer that deletes the engine's registry (whiteout) hides it."""
+    lower = installed[("vllm", "0.17.0")][0]
+    upper = tmp_path / "upper"
+    reg_dir = upper / sparklab.SITE / "vllm/model_executor/models"
+    reg_dir.mkdir(parents=True)
+    os.mknod(str(reg_dir / "registry.py"), 0o600 | 0o020000, os.makedev(0, 0))
+    fs = LayerFS([str(upper), lower])
+    assert not fs.exists("/" + sparklab.SITE + "/vllm/model_executor/models/registry.py")
+    assert "registry.py" not in fs.listdir("/" + sparklab.SITE + "/vllm/model_executor/models")
+    facts = static_facts(fs, ENV)
+    assert facts["native"] == [] and any("registry.py is missing" in e for e in facts["errors"])
+    # an opaque directory: what the lower layer had under it is gone
+    opaque = tmp_path / "opaque"
+    site = opaque / sparklab.SITE
+    site.mkdir(parents=True)
+    os.setxattr(str(site), "trusted.overlay.opaque", b"y")
+    facts = static_facts(LayerFS([str(opaque), lower]), ENV)
+    assert facts["engine"] is None
+
+
+def test_tar_stream_reads_the_same_as_layers(installed, tmp_path):
+    """The docker-export path (TarFS) gives the same answer as reading layers in place."""
+    root = installed[("sglang", "0.5.10")][0]
+    tar_path = str(tmp_path / "fs.tar")
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(root, arcname=".")
+    with tarfile.open(tar_path, "r|") as tar:
+        tfs = TarFS(tar)
+    a, b = static_facts(tfs, ENV), static_facts(LayerFS([root]), ENV)
+    assert a == b
+    assert QWEN35 in a["native"]
+
+
+def test_image_without_python_or_engine(tmp_path):
+    facts = static_facts(LayerFS([str(tmp_path)]), ENV)
+    assert facts["engine"] is None and facts["python"] is None
+    assert any("no python3" in e for e in facts["errors"])
+    assert any("no inference engine" in e for e in facts["errors"])
+
+
+def test_entry_class_forms():
+    assert sglang_entry_classes("EntryClass = Foo\n") == ["Foo"]
+    assert sglang_entry_classes("EntryClass = [A, mod.B]\n") == ["A", "B"]
+    # syntax the host's Python cannot parse still yields the assignment
+    assert sglang_entry_classes("def f[T](x: T): pass\nEntryClass = [A, B]\n") == ["A", "B"]
+    assert sglang_entry_classes("x = 1\n") == []
+
+
+def test_model_config_errors(tmp_path):
+    cfg = tmp_path / "config.json"
+    with pytest.raises(EngineError, match="does not exist"):
+        model_architectures(None, str(cfg))
+    with pytest.raises(EngineError, match="is not JSON"):
+        model_architectures("{nope", str(cfg))
+    with pytest.raises(EngineError, match="no \"architectures\" list"):
+        model_architectures('{"model_type": "qwen3_5_moe"}', str(cfg))
+    assert model_architectures(json.dumps({"architectures": [QWEN35], "model_type": "qwen3_5_moe"}),
+                               str(cfg)) == ([QWEN35], "qwen3_5_moe")
+
+
+def probe(engine, version, arch_verdict, ray="2.60.0", platform="linux/amd64", digest="d1"):
+    return {"engine": engine, "versions": {"engine": version, "ray": ray}, "platform": platform,
+            "digest": digest, "id": digest, "architectures": {QWEN35: arch_verdict}, "errors": []}
+
+
+def test_select_first_fitting_and_table():
+    probes = {
+        "vllm:0.14": {"s1": probe("vllm", "0.14.0", "fallback"), "s2": probe("vllm", "0.14.0", "fallback")},
+        "vllm:arm": {"s1": probe("vllm", "0.17.0", "native", platform="linux/arm64"),
+                     "s2": probe("vllm", "0.17.0", "native", platform="linux/arm64")},
+        "sglang:noray": {"s1": probe("sglang", "0.5.10", "native", ray=None),
+                         "s2": probe("sglang", "0.5.10", "native", ray=None)},
+        "vllm:moved": {"s1": probe("vllm", "0.17.0", "native", digest="a"),
+                       "s2": probe("vllm", "0.17.0", "native", digest="b")},
+        "vllm:pullfail": {"s1": probe("vllm", "0.17.0", "native"), "s2": {"error": "pull timed out"}},
+        "vllm:0.17": {"s1": probe("vllm", "0.17.0", "native"), "s2": probe("vllm", "0.17.0", "native")},
+        "vllm:later": {"s1": probe("vllm", "0.17.0", "native"), "s2": probe("vllm", "0.17.0", "native")},
+    }
+    platforms = {"s1": "linux/amd64", "s2": "linux/amd64"}
+    selected, rows = select(list(probes), probes, platforms, need_ray=True)
+    assert selected == "vllm:0.17"
+    why = dict((r["image"], " | ".join(r["reasons"])) for r in rows)
+    assert "does not support %s: fallback natively" % QWEN35 in why["vllm:0.14"]
+    assert "built for linux/arm64, s1 is linux/amd64" in why["vllm:arm"]
+    assert "no Ray" in why["sglang:noray"]
+    assert "different images" in why["vllm:moved"]
+    assert "s2: pull timed out" in why["vllm:pullfail"]
+    assert [r["status"] for r in rows][-2:] == ["selected", "fits (an earlier candidate was chosen)"]
+    assert "no Ray" not in " ".join(select(["sglang:noray"], probes, platforms, need_ray=False)[1][0]["reasons"])
+    text = "\n".join(table_text(rows))
+    assert "vllm:0.17" in text and "rejected" in text
+    with pytest.raises(EngineError, match="candidate list is empty"):
+        select([], probes, platforms, True)
+
+
+def test_runtime_output_parsing():
+    line = "SPARKOPS_PROBE " + json.dumps({
+        "engine": "vllm", "versions": {"vllm": "0.17.0"}, "native": [QWEN35, "LlamaForCausalLM"],
+        "fallback": ["TransformersForCausalLM"], "removed": {}, "errors": [],
+        "loaded": {QWEN35: False}})
+    facts = parse_runtime_output(0, "noise\n" + line + "\n", "", "img")
+    assert QWEN35 not in facts["native"]  # listed, but its class does not import
+    assert verdicts(facts, [QWEN35])[0][QWEN35] == "fallback"
+    assert "no python3" in parse_runtime_output(
+        127, "", 'exec: "python3": executable file not found in $PATH', "img")["errors"][0]
+    assert "another CPU architecture" in parse_runtime_output(
+        1, "", "exec /usr/bin/python3: exec format error", "img")["errors"][0]
