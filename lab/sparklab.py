@@ -687,9 +687,28 @@ def prepare_host(i, total):
         dst = os.path.join(upper, "usr/local/bin", tool)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         install_standin(tool, dst)
+    write_model(os.path.join(upper, MODEL_DIR.lstrip("/")))
     write(os.path.join(upper, "etc/sparkops-lab-standin"),
           "This host is a simulated DGX Spark of the sparkops lab: no GPU, no RDMA.\n"
           "/usr/local/bin/nvidia-smi and nvidia-container-runtime-hook are stand-ins.\n")
+
+
+# The model every simulated Spark holds (the same files on each): the real config.json
+# shape of Qwen3.5-122B-A10B (architectures, model_type), with a 4 MiB stand-in for the
+# weights - the lab's stand-in server (lab/standins/model_server.py) does not read them.
+MODEL_DIR = "/opt/models/lab-qwen3.5-tiny"
+MODEL_CONFIG = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+                "torch_dtype": "bfloat16", "max_position_embeddings": 8192,
+                "_sparkops_lab": "STAND-IN model directory: weights are zeros"}
+
+
+def write_model(path):
+    if os.path.exists(os.path.join(path, "config.json")):
+        return
+    write(os.path.join(path, "config.json"), json.dumps(MODEL_CONFIG, indent=2) + "\n")
+    write(os.path.join(path, "generation_config.json"), json.dumps({"max_new_tokens": 16}) + "\n")
+    with open(os.path.join(path, "model-00001-of-00001.safetensors"), "wb") as f:
+        f.write(b"\0" * (4 << 20))
 
 
 def install_standin(tool, dst):

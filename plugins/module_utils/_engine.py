@@ -441,10 +441,12 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
     if not first.get("engine"):
         problems.append("no engine (%s)" % "; ".join(first.get("errors") or ["neither vLLM nor SGLang"]))
         return problems
-    lacking = ["%s: %s" % (a, v) for a, v in sorted(first["architectures"].items()) if v != "native"]
-    if lacking:
-        problems.append("%s %s does not support %s natively"
-                        % (first["engine"], first["versions"].get("engine"), ", ".join(lacking)))
+    for arch, verdict in sorted(first["architectures"].items()):
+        if verdict != "native":
+            problems.append("%s %s lacks %s (%s)" % (
+                first["engine"], first["versions"].get("engine"), arch,
+                "only its generic Transformers backend: fallback" if verdict == "fallback"
+                else "unsupported"))
     if need_ray and not first["versions"].get("ray"):
         problems.append("no Ray in the image (the cluster backend is Ray)")
     return problems
@@ -495,7 +497,7 @@ def table_text(rows):
             width, r["image"], r["status"].split(" ")[0], engine, r["ray"] or "-",
             r["platform"] or "?"))
         for reason in r["reasons"]:
-            lines.append("%*s  - %s" % (width, "", reason))
+            lines.append("    - %s" % reason)
     return lines
 
 

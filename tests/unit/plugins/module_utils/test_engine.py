@@ -207,7 +207,8 @@ def test_select_first_fitting_and_table():
     selected, rows = select(list(probes), probes, platforms, need_ray=True)
     assert selected == "vllm:0.17"
     why = dict((r["image"], " | ".join(r["reasons"])) for r in rows)
-    assert "does not support %s: fallback natively" % QWEN35 in why["vllm:0.14"]
+    assert "vllm 0.14.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 \
+        in why["vllm:0.14"]
     assert "built for linux/arm64, s1 is linux/amd64" in why["vllm:arm"]
     assert "no Ray" in why["sglang:noray"]
     assert "different images" in why["vllm:moved"]

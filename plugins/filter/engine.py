@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""engine_select: pick the first candidate every host can run (logic in module_utils/_engine)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: engine_select
+short_description: Pick the first engine image that can serve the model on every host
+version_added: 0.1.0
+description:
+  - Takes the candidates (preferred first) and each host's pull and probe results, and returns
+    the selected image (or null) and a table row per candidate with the reasons it was rejected
+    (pull failed, different images under one name, wrong CPU architecture, no engine, an
+    architecture not native, no Ray).
+options:
+  _input:
+    description: Candidate images, preferred first.
+    type: list
+    elements: str
+    required: true
+  hosts:
+    description: The cluster hosts.
+    type: list
+    elements: str
+    required: true
+  hostvars:
+    description: C(hostvars); each host's C(sparkops_engine_probes) (image -> probe result or C({error})) and C(sparkops_host.architecture) are read.
+    type: dict
+    required: true
+  need_ray:
+    description: Reject images without Ray.
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+- name: Select
+  ansible.builtin.set_fact:
+    engine_image_selection: "{{ candidates | sparkops.inference.engine_select(ansible_play_hosts, hostvars) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: C({selected, rows, table}); table is the rows as text lines.
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
+    EngineError,
+    docker_platform,
+    select,
+    table_text,
+)
+
+
+DROP = ("ansible_facts", "invocation", "changed", "failed", "item", "ansible_loop_var", "_ansible_no_log",
+        "_ansible_item_label", "_ansible_item_result", "_ansible_ignore_errors")
+
+
+def engine_probe_map(probe, pull):
+    """One host's results, image -> probe result, or {error} for an image that was not pulled."""
+    out = {}
+    for image, error in ((pull or {}).get("failed_images") or {}).items():
+        out[image] = {"error": error}
+    for res in (probe or {}).get("results") or []:
+        if res.get("failed"):
+            out[res["item"]] = {"error": res.get("msg") or "the probe failed"}
+        elif not res.get("skipped"):
+            out[res["item"]] = dict((k, v) for k, v in res.items() if k not in DROP)
+    return out
+
+
+def engine_select(candidates, hosts, hostvars, need_ray=True):
+    probes, platforms = {}, {}
+    for host in hosts:
+        hv = hostvars[host]
+        machine = ((hv.get("ansible_facts") or {}).get("sparkops_host") or {}).get("architecture") \
+            or (hv.get("sparkops_host") or {}).get("architecture")
+        if machine:
+            platforms[host] = docker_platform(machine)
+        for image, res in (hv.get("sparkops_engine_probes") or {}).items():
+            probes.setdefault(image, {})[host] = res
+    try:
+        selected, rows = select(list(candidates), probes, platforms, need_ray)
+    except EngineError as exc:
+        raise AnsibleFilterError(str(exc))
+    return {"selected": selected, "rows": rows, "table": table_text(rows)}
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"engine_select": engine_select, "engine_probe_map": engine_probe_map}

@@ -1,0 +1,222 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: engine_pull
+short_description: Pull engine images, each attempt bounded by a timeout, retried with backoff
+version_added: 0.1.0
+description:
+  - Pulls each of O(images) with C(docker pull) (the reference is one argument, never seen by
+    a shell). An attempt that takes longer than O(timeout) is stopped (Docker abandons the
+    pull; layers already fetched are kept, so the next attempt resumes) and retried after
+    O(backoff) seconds, doubling, up to O(retries) more times - a 40 GB pull that times out
+    once succeeds on the retry.
+  - An image that cannot be pulled is reported with the reason (unknown image, registry
+    unreachable, timed out after N attempts) and does not fail the task unless
+    O(fail_on_error=true): a candidate that cannot be pulled is simply not a candidate.
+  - Run it with C(async) on all hosts at once for long pulls (the engine_image role does).
+author:
+  - sparkops.inference developers (@sparkops)
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+options:
+  images:
+    description: Image references to pull, in order.
+    type: list
+    elements: str
+    required: true
+  policy:
+    description:
+      - C(missing) pulls only images not on the host; C(always) asks the registry each time
+        (changed only when the image behind the reference changed).
+    type: str
+    choices: [missing, always]
+    default: missing
+  timeout:
+    description: Seconds one pull attempt may take.
+    type: int
+    default: 1800
+  retries:
+    description: Further attempts after a failed or timed-out one.
+    type: int
+    default: 3
+  backoff:
+    description: Seconds before the first retry; doubled before each next one.
+    type: float
+    default: 10
+  fail_on_error:
+    description: Fail the task when an image could not be pulled.
+    type: bool
+    default: false
+  docker_cli:
+    description: Docker CLI on the host.
+    type: str
+    default: docker
+attributes:
+  check_mode:
+    support: full
+    details: Reports which images would be pulled; pulls nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Pull the candidates on every host at once
+  sparkops.inference.engine_pull:
+    images: [lmsysorg/sglang:spark, nvcr.io/nvidia/vllm:26.01-py3]
+    timeout: 1800
+    retries: 3
+  async: 7200
+  poll: 10
+"""
+
+RETURN = r"""
+images:
+  description: One entry per image, in order.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - image: lmsysorg/sglang:spark
+      present_before: false
+      pulled: true
+      id: "sha256:6f0e..."
+      digest: "lmsysorg/sglang@sha256:91ab..."
+      platform: linux/arm64
+      attempts: 2
+      seconds: 812.4
+      error: null
+      log: ["attempt 1 timed out after 600 s", "attempt 2 succeeded"]
+failed_images:
+  description: Images that could not be pulled, with the reason.
+  returned: always
+  type: dict
+"""
+
+import json
+import os
+import subprocess
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
+
+NO_RETRY = ("invalid reference format", "manifest unknown", "not found", "repository does not exist",
+            "pull access denied", "unauthorized", "denied")
+
+
+def describe(module, docker, image):
+    rc, out, dummy = module.run_command([docker, "image", "inspect", image], environ_update=C_LOCALE)
+    if rc != 0:
+        return None
+    data = json.loads(out)[0]
+    digests = data.get("RepoDigests") or []
+    return {"id": data.get("Id"), "digest": digests[0] if digests else None,
+            "platform": "%s/%s" % (data.get("Os") or "linux", data.get("Architecture") or "?")}
+
+
+def reason(image, text, timed_out, attempts, timeout):
+    low = text.lower()
+    if timed_out:
+        return "pulling %s timed out (%d attempts of %d s each): raise engine_image_pull_timeout " \
+               "or check the bandwidth to the registry" % (image, attempts, timeout)
+    if "invalid reference format" in low:
+        return "%r is not a valid image reference: expected [registry/]repository[:tag|@digest]" % image
+    if any(w in low for w in ("manifest unknown", "not found", "does not exist")):
+        return "the registry does not know %s (%s)" % (image, text.strip()[-200:])
+    if any(w in low for w in ("unauthorized", "denied")):
+        return "the registry refused %s (%s): set engine_image_registry_username/password" % (
+            image, text.strip()[-200:])
+    if any(w in low for w in ("connection refused", "no such host", "i/o timeout", "network is unreachable",
+                              "no route to host", "dial tcp", "tls handshake")):
+        return "the registry of %s is unreachable after %d attempts (%s)" % (image, attempts, text.strip()[-200:])
+    return "pulling %s failed after %d attempts: %s" % (image, attempts, text.strip()[-300:])
+
+
+def pull(module, docker, image, p):
+    before = describe(module, docker, image)
+    entry = {"image": image, "present_before": before is not None, "pulled": False, "error": None,
+             "attempts": 0, "seconds": 0.0, "log": []}
+    entry.update(before or {"id": None, "digest": None, "platform": None})
+    if before and p["policy"] == "missing":
+        return entry
+    if module.check_mode:
+        entry["log"].append("would pull")
+        return entry
+    started, delay, text, timed_out = time.time(), p["backoff"], "", False
+    for attempt in range(1, p["retries"] + 2):
+        entry["attempts"] = attempt
+        t0 = time.time()
+        proc = subprocess.Popen([docker, "pull", "-q", image], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=dict(os.environ, **C_LOCALE))
+        try:
+            out = proc.communicate(timeout=p["timeout"])[0]
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = proc.communicate()[0]
+            timed_out = True
+        text = out.decode("utf-8", "replace")
+        if not timed_out and proc.returncode == 0:
+            entry["log"].append("attempt %d succeeded in %.1f s" % (attempt, time.time() - t0))
+            break
+        entry["log"].append("attempt %d %s after %.1f s%s" % (
+            attempt, "timed out" if timed_out else "failed", time.time() - t0,
+            "" if timed_out else ": " + text.strip()[-200:]))
+        if not timed_out and any(w in text.lower() for w in NO_RETRY):
+            break
+        if attempt <= p["retries"]:
+            time.sleep(delay)
+            delay *= 2
+    entry["seconds"] = round(time.time() - started, 1)
+    after = describe(module, docker, image)
+    if after and (not timed_out and proc.returncode == 0):
+        entry.update(after)
+        entry["pulled"] = before is None or before["id"] != after["id"]
+    else:
+        entry["error"] = reason(image, text, timed_out, entry["attempts"], p["timeout"])
+    return entry
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            images=dict(type="list", elements="str", required=True),
+            policy=dict(type="str", choices=["missing", "always"], default="missing"),
+            timeout=dict(type="int", default=1800),
+            retries=dict(type="int", default=3),
+            backoff=dict(type="float", default=10),
+            fail_on_error=dict(type="bool", default=False),
+            docker_cli=dict(type="str", default="docker"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not p["images"]:
+        module.fail_json(msg="images is empty: expected the engine images to pull")
+    if p["timeout"] < 1 or p["retries"] < 0 or p["backoff"] < 0:
+        module.fail_json(msg="timeout must be >= 1, retries and backoff >= 0; found timeout=%s "
+                             "retries=%s backoff=%s" % (p["timeout"], p["retries"], p["backoff"]))
+    docker = module.get_bin_path(p["docker_cli"])
+    if not docker:
+        module.fail_json(msg="the Docker CLI %r is not on this host's PATH" % p["docker_cli"])
+    images = [pull(module, docker, image, p) for image in p["images"]]
+    failed = dict((e["image"], e["error"]) for e in images if e["error"])
+    changed = any(e["pulled"] for e in images) or (module.check_mode and any(
+        not e["present_before"] for e in images))
+    if failed and p["fail_on_error"]:
+        module.fail_json(msg="; ".join(failed.values()), images=images, failed_images=failed)
+    module.exit_json(changed=changed, images=images, failed_images=failed)
+
+
+if __name__ == "__main__":
+    main()
