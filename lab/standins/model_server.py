@@ -3,9 +3,8 @@
 The lab has no GPU, so no real engine can load a model. This stand-in is built into the lab
 engine images (/opt/sparkops-lab/model_server.py) and takes vLLM's command line. Before it
 answers /health it proves the Ray cluster can hold the model: it connects to the running Ray
-cluster and places one actor per node, each in a bundle of that node's GPUs
-(STRICT_SPREAD placement group of pipeline-parallel-size bundles), like vLLM's Ray executor
-does. Then it serves:
+cluster and places one actor per rank (tensor x pipeline parallel size), each in a bundle of one GPU of a
+SPREAD placement group, as vLLM's Ray executor does, and checks that every node got a rank. Then it serves:
 
     GET  /health                 200 once the actors are placed
     GET  /v1/models              {"data": [{"id": <served model name>, ...}]}
@@ -54,8 +53,6 @@ def place_actors(args):
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     world = args.tensor_parallel_size * args.pipeline_parallel_size
-    nodes = max(1, args.pipeline_parallel_size)
-    per_node = world // nodes
     ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
     alive = [n for n in ray.nodes() if n.get("Alive")]
     gpus = sum(n.get("Resources", {}).get("GPU", 0) for n in alive)
@@ -67,19 +64,25 @@ def place_actors(args):
         raise RuntimeError("the Ray cluster has %g GPUs, the model needs %d (tensor-parallel %d x "
                            "pipeline-parallel %d)" % (gpus, world, args.tensor_parallel_size,
                                                       args.pipeline_parallel_size))
-    pg = placement_group([{"GPU": per_node, "CPU": 0}] * nodes, strategy="STRICT_SPREAD")
+    # as vLLM's Ray executor: one bundle of one GPU per rank, spread over the nodes
+    pg = placement_group([{"GPU": 1, "CPU": 0}] * world, strategy="SPREAD")
     if not pg.wait(args.placement_timeout):
-        raise RuntimeError("could not place %d bundles of %d GPU on distinct nodes within %.0f s"
-                           % (nodes, per_node, args.placement_timeout))
+        raise RuntimeError("could not place %d bundles of 1 GPU within %.0f s"
+                           % (world, args.placement_timeout))
 
     @ray.remote(num_cpus=0)
     class Worker(object):
         def where(self):
             return {"ip": ray.util.get_node_ip_address(), "gpus": ray.get_gpu_ids()}
 
-    actors = [Worker.options(num_gpus=per_node, scheduling_strategy=PlacementGroupSchedulingStrategy(
-        placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(nodes)]
+    actors = [Worker.options(num_gpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(
+        placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(world)]
     placed = ray.get([a.where.remote() for a in actors], timeout=args.placement_timeout)
+    used = set(p["ip"] for p in placed)
+    idle = sorted(set(n["NodeManagerAddress"] for n in alive) - used)
+    if idle and world >= len(alive):
+        raise RuntimeError("the ranks were placed on %s only; nodes %s got none"
+                           % (", ".join(sorted(used)), ", ".join(idle)))
     STATE["actors"] = actors  # keep them alive for as long as the server runs
     return placed
 
@@ -87,8 +90,9 @@ def place_actors(args):
 class Handler(BaseHTTPRequestHandler):
     server_version = "sparkops-lab-standin/1"
 
-    def log_message(self, fmt, *a):  # quiet: one line per request on stdout
-        print("stand-in: %s %s" % (self.command, self.path), flush=True)
+    def log_message(self, fmt, *a):  # health polls would bury the start-up lines: log the rest
+        if self.path != "/health":
+            print("stand-in: %s %s" % (self.command, self.path), flush=True)
 
     def reply(self, code, body):
         data = json.dumps(body).encode()
@@ -155,6 +159,8 @@ def main(argv=None):
     try:
         STATE["nodes"] = place_actors(args)
     except Exception as exc:  # pylint: disable=broad-except
+        import traceback  # pylint: disable=import-outside-toplevel
+        traceback.print_exc()
         print("stand-in: error: %s" % exc, flush=True)
         return 1
     for n in STATE["nodes"]:

@@ -65,6 +65,11 @@ options:
       - C(address:port) that must be free (nothing listening) before this host's Ray container
         starts - the head's GCS port. Checked only when this role's container is not running.
     type: str
+  make_dirs:
+    description: Directories to create (mode 0755) when missing - bind-mount sources of the container.
+    type: list
+    elements: path
+    default: []
   docker_cli:
     description: Docker CLI on the host.
     type: str
@@ -209,6 +214,7 @@ def main():
             min_ray_version=dict(type="str", default=""),
             free_port=dict(type="str"),
             cache_file=dict(type="path", default="/var/lib/sparkops/ray-image-checks.json"),
+            make_dirs=dict(type="list", elements="path", default=[]),
             docker_cli=dict(type="str", default="docker"),
         ),
         required_if=[("check_image", True, ["image"])],
@@ -220,6 +226,11 @@ def main():
     if p["token"]:
         result["token_changed"] = ensure_token(module, p["token"], p["token_file"])
         result["changed"] = result["token_changed"]
+    for directory in p["make_dirs"]:
+        if not os.path.isdir(directory):
+            result["changed"] = True
+            if not module.check_mode:
+                os.makedirs(directory, 0o755)
 
     rc, out, err = module.run_command([docker, "ps", "-a", "--no-trunc", "--format", "{{json .}}"],
                                       environ_update=C_LOCALE)

@@ -1,0 +1,233 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: serve_check
+short_description: Is the engine's port free before start; is the engine serving after
+version_added: 0.1.0
+description:
+  - O(phase=precheck) - when O(container) is not running, fails if something already listens
+    on O(port) (the engine would die on start with "address already in use").
+  - O(phase=ready) - waits until C(/health) answers 200 and C(/v1/models) lists
+    O(served_model_name), then sends one short completion. Watches the container meanwhile: an
+    engine that exits during start fails at once with its last log lines, not at the timeout.
+    Ready is not "Up": a container can run for minutes before it serves.
+author:
+  - sparkops.inference developers (@sparkops)
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+options:
+  phase:
+    description: What to check.
+    type: str
+    choices: [precheck, ready]
+    default: ready
+  container:
+    description: The engine's container.
+    type: str
+    required: true
+  address:
+    description: Address the checks connect to.
+    type: str
+    default: 127.0.0.1
+  port:
+    description: The engine's HTTP port.
+    type: int
+    default: 8000
+  served_model_name:
+    description: The name C(/v1/models) must list.
+    type: str
+  timeout:
+    description: Seconds to wait for the engine to serve.
+    type: int
+    default: 1800
+  prompt:
+    description: Prompt of the smoke-test completion; empty skips it.
+    type: str
+    default: "The capital of France is"
+  log_lines:
+    description: Container log lines shown when the engine fails.
+    type: int
+    default: 30
+  docker_cli:
+    description: Docker CLI on the host.
+    type: str
+    default: docker
+attributes:
+  check_mode:
+    support: full
+    details: Checks only; in check mode O(phase=ready) reports without waiting.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Wait until the model is served
+  sparkops.inference.serve_check:
+    container: sparkops-model-server
+    port: 8000
+    served_model_name: qwen3.5-122b
+    timeout: 1800
+"""
+
+RETURN = r"""
+seconds_to_ready:
+  description: Seconds from the container's start until it served (phase ready).
+  returned: when ready
+  type: float
+models:
+  description: Model ids C(/v1/models) listed.
+  returned: when ready
+  type: list
+  elements: str
+completion:
+  description: Text of the smoke-test completion.
+  returned: when ready and O(prompt) is set
+  type: str
+endpoint:
+  description: Base URL of the OpenAI-compatible API.
+  returned: always
+  type: str
+"""
+
+import datetime
+import json
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import Request, urlopen
+from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
+
+
+def container_state(module, docker, name):
+    rc, out, dummy = module.run_command([docker, "inspect", "--format", "{{json .State}}", name],
+                                        environ_update=C_LOCALE)
+    if rc != 0:
+        return None
+    return json.loads(out)
+
+
+def logs(module, docker, name, n):
+    dummy, out, err = module.run_command([docker, "logs", "--tail", str(n), name], environ_update=C_LOCALE)
+    return [line for line in (out + err).splitlines() if line.strip()][-n:]
+
+
+def http(method, url, body=None, timeout=5):
+    data = json.dumps(body).encode() if body is not None else None
+    req = Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        resp = urlopen(req, timeout=timeout)
+        return resp.getcode(), resp.read().decode("utf-8", "replace")
+    except HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+    except (URLError, socket.error, ValueError) as exc:
+        return None, str(getattr(exc, "reason", exc))
+
+
+def started_at(state):
+    text = (state or {}).get("StartedAt") or ""
+    try:
+        base = text.split(".")[0].rstrip("Z")
+        return (datetime.datetime.strptime(base, "%Y-%m-%dT%H:%M:%S")
+                - datetime.datetime(1970, 1, 1)).total_seconds()
+    except ValueError:
+        return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            phase=dict(type="str", choices=["precheck", "ready"], default="ready"),
+            container=dict(type="str", required=True),
+            address=dict(type="str", default="127.0.0.1"),
+            port=dict(type="int", default=8000),
+            served_model_name=dict(type="str"),
+            timeout=dict(type="int", default=1800),
+            prompt=dict(type="str", default="The capital of France is"),
+            log_lines=dict(type="int", default=30),
+            docker_cli=dict(type="str", default="docker"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    docker = module.get_bin_path(p["docker_cli"], required=True)
+    base = "http://%s:%d" % (p["address"], p["port"])
+    host = socket.gethostname()
+    state = container_state(module, docker, p["container"])
+    if p["phase"] == "precheck":
+        if state and state.get("Running"):
+            module.exit_json(changed=False, endpoint=base, running=True)
+        try:
+            socket.create_connection((p["address"], p["port"]), timeout=1).close()
+            module.fail_json(msg="port %d on %s is in use by something other than %s: the engine could "
+                                 "not bind it. Stop what listens there (ss -ltnp 'sport = :%d') or set "
+                                 "model_server_port" % (p["port"], host, p["container"], p["port"]),
+                             endpoint=base)
+        except (socket.error, IOError):
+            module.exit_json(changed=False, endpoint=base, running=False)
+    if module.check_mode:
+        module.exit_json(changed=False, endpoint=base, skipped_wait=True)
+    deadline = time.time() + p["timeout"]
+    last = "no answer yet"
+    models = []
+    while True:
+        state = container_state(module, docker, p["container"])
+        if not state or not state.get("Running"):
+            code = state.get("ExitCode") if state else None
+            module.fail_json(msg="the engine exited during start (container %s, exit code %s) on %s. "
+                                 "Its last log lines:\n%s" % (p["container"], code, host,
+                                                              "\n".join(logs(module, docker, p["container"],
+                                                                             p["log_lines"]))),
+                             endpoint=base)
+        code, text = http("GET", base + "/health")
+        if code == 200:
+            code, text = http("GET", base + "/v1/models")
+            if code == 200:
+                try:
+                    models = [m.get("id") for m in json.loads(text).get("data", [])]
+                except (ValueError, AttributeError):
+                    models = []
+                if p["served_model_name"] and p["served_model_name"] not in models:
+                    module.fail_json(msg="the engine serves %s, not %s (served model name mismatch): set "
+                                         "model_server_served_name to what the engine is started with"
+                                     % (", ".join(models) or "no model", p["served_model_name"]),
+                                     endpoint=base, models=models)
+                break
+            last = "/v1/models answered %s: %s" % (code, text[:200])
+        else:
+            last = "/health answered %s" % (code if code else text)
+        if time.time() > deadline:
+            module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
+                             % (p["timeout"], host, last,
+                                "\n".join(logs(module, docker, p["container"], p["log_lines"]))),
+                             endpoint=base)
+        time.sleep(0.5)
+    ready_at = time.time()
+    t0 = started_at(state)
+    res = {"changed": False, "endpoint": base + "/v1", "models": models,
+           "seconds_to_ready": round(ready_at - t0, 1) if t0 else None}
+    if p["prompt"]:
+        code, text = http("POST", base + "/v1/completions", {
+            "model": p["served_model_name"] or (models[0] if models else None),
+            "prompt": p["prompt"], "max_tokens": 8, "temperature": 0}, timeout=120)
+        try:
+            res["completion"] = json.loads(text)["choices"][0]["text"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            module.fail_json(msg="the engine is up but a completion failed (HTTP %s): %s"
+                             % (code, text[:500]), **res)
+    module.exit_json(**res)
+
+
+if __name__ == "__main__":
+    main()
