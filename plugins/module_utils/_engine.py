@@ -429,7 +429,8 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
         return problems
     digests = set(r.get("digest") or r.get("id") for r in ok.values())
     if len(digests) > 1:
-        problems.append("the hosts hold different images under this name (%s): the tag moved between pulls; pull it again on every host (engine_image_pull_policy: always)"
+        problems.append("the hosts hold different images under this name (%s): the tag moved between "
+                        "pulls; pull it again on every host (engine_image_pull_policy: always)"
                         % ", ".join("%s %s" % (h, (r.get("digest") or r.get("id") or "?")[-19:])
                                     for h, r in sorted(ok.items())))
     for h, r in sorted(ok.items()):

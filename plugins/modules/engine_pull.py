@@ -20,7 +20,7 @@ description:
     once succeeds on the retry.
   - An image that cannot be pulled is reported with the reason (unknown image, registry
     unreachable, timed out after N attempts) and does not fail the task unless
-    O(fail_on_error=true): a candidate that cannot be pulled is simply not a candidate.
+    O(fail_on_error=true) - a candidate that cannot be pulled is simply not a candidate.
   - Run it with C(async) on all hosts at once for long pulls (the engine_image role does).
 author:
   - sparkops.inference developers (@sparkops)
@@ -103,8 +103,6 @@ failed_images:
 """
 
 import json
-import os
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -142,7 +140,7 @@ def reason(image, text, timed_out, attempts, timeout):
     return "pulling %s failed after %d attempts: %s" % (image, attempts, text.strip()[-300:])
 
 
-def pull(module, docker, image, p):
+def pull(module, docker, timeout_bin, image, p):
     before = describe(module, docker, image)
     entry = {"image": image, "present_before": before is not None, "pulled": False, "error": None,
              "attempts": 0, "seconds": 0.0, "log": []}
@@ -156,17 +154,12 @@ def pull(module, docker, image, p):
     for attempt in range(1, p["retries"] + 2):
         entry["attempts"] = attempt
         t0 = time.time()
-        proc = subprocess.Popen([docker, "pull", "-q", image], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=dict(os.environ, **C_LOCALE))
-        try:
-            out = proc.communicate(timeout=p["timeout"])[0]
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out = proc.communicate()[0]
-            timed_out = True
-        text = out.decode("utf-8", "replace")
-        if not timed_out and proc.returncode == 0:
+        # coreutils timeout ends the client; Docker then abandons the pull and keeps the layers
+        rc, out, err = module.run_command([timeout_bin, "-k", "10", str(p["timeout"]), docker, "pull", "-q",
+                                           image], environ_update=C_LOCALE)
+        timed_out = rc in (124, 137)
+        text = (out or "") + (err or "")
+        if not timed_out and rc == 0:
             entry["log"].append("attempt %d succeeded in %.1f s" % (attempt, time.time() - t0))
             break
         entry["log"].append("attempt %d %s after %.1f s%s" % (
@@ -179,7 +172,7 @@ def pull(module, docker, image, p):
             delay *= 2
     entry["seconds"] = round(time.time() - started, 1)
     after = describe(module, docker, image)
-    if after and (not timed_out and proc.returncode == 0):
+    if after and not timed_out and rc == 0:
         entry.update(after)
         entry["pulled"] = before is None or before["id"] != after["id"]
     else:
@@ -209,7 +202,8 @@ def main():
     docker = module.get_bin_path(p["docker_cli"])
     if not docker:
         module.fail_json(msg="the Docker CLI %r is not on this host's PATH" % p["docker_cli"])
-    images = [pull(module, docker, image, p) for image in p["images"]]
+    timeout_bin = module.get_bin_path("timeout", required=True)
+    images = [pull(module, docker, timeout_bin, image, p) for image in p["images"]]
     failed = dict((e["image"], e["error"]) for e in images if e["error"])
     changed = any(e["pulled"] for e in images) or (module.check_mode and any(
         not e["present_before"] for e in images))

@@ -18,7 +18,7 @@ description:
   - Lists the directory (relative path and size of every file, links followed) and returns a
     manifest digest over that list - equal digests on two hosts mean the same files of the same
     sizes; with O(checksum=true) the digest covers every file's SHA-256 too (reads all the
-    weights: minutes for a 120 GB model).
+    weights - minutes for a 120 GB model).
 author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:

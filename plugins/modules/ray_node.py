@@ -116,7 +116,6 @@ ray_version:
   sample: 2.60.0
 """
 
-import json
 import os
 import socket
 import tempfile

@@ -16,9 +16,9 @@ description:
   - O(phase=precheck) - when O(container) is not running, fails if something already listens
     on O(port) (the engine would die on start with "address already in use").
   - O(phase=ready) - waits until C(/health) answers 200 and C(/v1/models) lists
-    O(served_model_name), then sends one short completion. Watches the container meanwhile: an
+    O(served_model_name), then sends one short completion. Watches the container meanwhile - an
     engine that exits during start fails at once with its last log lines, not at the timeout.
-    Ready is not "Up": a container can run for minutes before it serves.
+    Ready is not "Up" - a container can run for minutes before it serves.
 author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
