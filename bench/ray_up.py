@@ -47,7 +47,7 @@ def lab_hosts():
 
 def clean(hosts):
     for h in hosts:
-        ssh(h["mgmt"], "docker rm -f hand-ray sparkops-ray-head sparkops-ray-worker >/dev/null 2>&1 || true",
+        ssh(h["mgmt"], "docker rm -f hand-ray sparkops-model-server sparkops-ray-head sparkops-ray-worker >/dev/null 2>&1 || true",
             check=False)
 
 
@@ -70,10 +70,11 @@ def hand_recipe(hosts):
         time.sleep(0.5)
 
 
-def playbook(name, inventory):
+def playbook(name, inventory, *extra):
     t0 = time.monotonic()
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"))
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), name, "-i", inventory], cwd=ROOT, env=env,
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), name, "-i", inventory] + list(extra),
+                         cwd=ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     took = time.monotonic() - t0
     if res.returncode != 0:

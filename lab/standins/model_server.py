@@ -167,8 +167,14 @@ def main(argv=None):
         print("stand-in: actor on %s, GPU ids %s" % (n["ip"], n["gpus"]), flush=True)
     STATE["ready"] = True
     print("stand-in: ready: serving %s" % server.model_name, flush=True)
-    while True:
-        time.sleep(3600)
+    import ray  # pylint: disable=import-outside-toplevel
+    while True:  # as an engine does, die when a rank dies (its node left the cluster)
+        time.sleep(5)
+        try:
+            ray.get([a.where.remote() for a in STATE["actors"]], timeout=30)
+        except Exception as exc:  # pylint: disable=broad-except
+            print("stand-in: error: a rank is gone (%s): exiting" % str(exc).splitlines()[0][:200], flush=True)
+            os._exit(1)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,15 @@ attributes:
       - When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
 """
 
+    # Modules that talk to the host's Docker engine through its CLI
+    DOCKER = r"""
+options:
+  docker_cli:
+    description: Docker CLI on the host (a name on PATH or a path).
+    type: str
+    default: docker
+"""
+
     # Modules that return facts
     FACTS = r"""
 options: {}

@@ -68,6 +68,9 @@ def engine_probe_map(probe, pull):
     out = {}
     for image, error in ((pull or {}).get("failed_images") or {}).items():
         out[image] = {"error": error}
+    for entry in (pull or {}).get("images") or []:
+        if entry.get("id") is None and not entry.get("error"):  # check mode: would be pulled
+            out[entry["image"]] = {"pending": True}
     for res in (probe or {}).get("results") or []:
         if res.get("failed"):
             out[res["item"]] = {"error": res.get("msg") or "the probe failed"}

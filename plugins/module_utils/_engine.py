@@ -421,17 +421,20 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
     per_host: host -> probe result (or {"error": text} when pulling/probing failed there).
     """
     problems = []
+    pending = sorted(h for h, r in per_host.items() if r.get("pending"))
+    if pending:
+        return ["not on %s yet: check mode pulls nothing, so it was not probed there" % ", ".join(pending)]
     failed = sorted(h for h, r in per_host.items() if r.get("error"))
     for h in failed:
         problems.append("%s: %s" % (h, per_host[h]["error"]))
-    ok = dict((h, r) for h, r in per_host.items() if not r.get("error"))
+    ok = dict((h, r) for h, r in per_host.items() if not r.get("error") and not r.get("pending"))
     if not ok:
         return problems
-    digests = set(r.get("digest") or r.get("id") for r in ok.values())
+    digests = set(r.get("id") or r.get("digest") for r in ok.values())  # ids: content, however obtained
     if len(digests) > 1:
         problems.append("the hosts hold different images under this name (%s): the tag moved between "
                         "pulls; pull it again on every host (engine_image_pull_policy: always)"
-                        % ", ".join("%s %s" % (h, (r.get("digest") or r.get("id") or "?")[-19:])
+                        % ", ".join("%s %s" % (h, (r.get("id") or r.get("digest") or "?")[7:19])
                                     for h, r in sorted(ok.items())))
     for h, r in sorted(ok.items()):
         want = host_platforms.get(h)
@@ -466,7 +469,7 @@ def select(candidates, probes, host_platforms, need_ray):
         per_host = probes.get(image) or {}
         problems = candidate_problems(image, per_host, host_platforms, need_ray) if per_host else [
             "not probed"]
-        ok = [r for r in per_host.values() if not r.get("error")]
+        ok = [r for r in per_host.values() if not r.get("error") and not r.get("pending")]
         first = ok[0] if ok else {}
         if not problems and selected is None:
             selected, status = image, "selected"

@@ -33,6 +33,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.docker
 options:
   image:
     description: Image reference, passed to Docker as one argument (never through a shell).
@@ -50,10 +51,6 @@ options:
     type: str
     choices: [static, runtime, auto]
     default: auto
-  docker_cli:
-    description: Docker CLI on the host.
-    type: str
-    default: docker
   cache_file:
     description: Where results are cached by image id; empty disables the cache.
     type: path

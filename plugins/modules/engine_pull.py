@@ -26,6 +26,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.docker
 options:
   images:
     description: Image references to pull, in order.
@@ -55,10 +56,6 @@ options:
     description: Fail the task when an image could not be pulled.
     type: bool
     default: false
-  docker_cli:
-    description: Docker CLI on the host.
-    type: str
-    default: docker
 attributes:
   check_mode:
     support: full

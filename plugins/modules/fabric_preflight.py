@@ -26,6 +26,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.docker
 options:
   image:
     description: The engine image (it needs python3 and torch).
@@ -85,10 +86,6 @@ options:
     description: Name of the throwaway container.
     type: str
     default: sparkops-fabric-preflight
-  docker_cli:
-    description: Docker CLI on the host.
-    type: str
-    default: docker
 attributes:
   check_mode:
     support: none

@@ -30,6 +30,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.docker
   - sparkops.inference.attributes.facts
 options:
   state:
@@ -100,10 +101,6 @@ options:
   nvidia_smi_path:
     description: Path of nvidia-smi; searched for when not set.
     type: path
-  docker_cli:
-    description: Docker CLI on the host.
-    type: str
-    default: docker
 attributes:
   check_mode:
     support: full

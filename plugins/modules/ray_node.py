@@ -27,6 +27,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.docker
 options:
   container:
     description: Name of this host's Ray container (the head's or a worker's).
@@ -70,10 +71,6 @@ options:
     type: list
     elements: path
     default: []
-  docker_cli:
-    description: Docker CLI on the host.
-    type: str
-    default: docker
 attributes:
   check_mode:
     support: full

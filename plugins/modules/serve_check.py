@@ -13,6 +13,8 @@ module: serve_check
 short_description: Is the engine's port free before start; is the engine serving after
 version_added: 0.1.0
 description:
+  - O(phase=status) - one look, never failing - the container's state and image, whether
+    C(/health) answers and what C(/v1/models) lists (what C(status.yml) shows).
   - O(phase=precheck) - when O(container) is not running, fails if something already listens
     on O(port) (the engine would die on start with "address already in use").
   - O(phase=ready) - waits until C(/health) answers 200 and C(/v1/models) lists
@@ -23,11 +25,12 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.docker
 options:
   phase:
     description: What to check.
     type: str
-    choices: [precheck, ready]
+    choices: [status, precheck, ready]
     default: ready
   container:
     description: The engine's container.
@@ -56,10 +59,6 @@ options:
     description: Container log lines shown when the engine fails.
     type: int
     default: 30
-  docker_cli:
-    description: Docker CLI on the host.
-    type: str
-    default: docker
 attributes:
   check_mode:
     support: full
@@ -80,6 +79,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+container:
+  description: The container's name, running, status, image, started_at, exit_code (phase status; null when absent).
+  returned: when O(phase=status)
+  type: dict
+health:
+  description: HTTP status of C(/health), null when it did not answer (phase status).
+  returned: when O(phase=status)
+  type: int
 seconds_to_ready:
   description: Seconds from the container's start until it served (phase ready).
   returned: when ready
@@ -148,7 +155,7 @@ def started_at(state):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            phase=dict(type="str", choices=["precheck", "ready"], default="ready"),
+            phase=dict(type="str", choices=["status", "precheck", "ready"], default="ready"),
             container=dict(type="str", required=True),
             address=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=8000),
@@ -165,6 +172,22 @@ def main():
     base = "http://%s:%d" % (p["address"], p["port"])
     host = socket.gethostname()
     state = container_state(module, docker, p["container"])
+    if p["phase"] == "status":
+        res = {"changed": False, "endpoint": base + "/v1", "container": None, "health": None, "models": []}
+        if state:
+            rc, image, dummy = module.run_command([docker, "inspect", "--format", "{{.Config.Image}}",
+                                                   p["container"]], environ_update=C_LOCALE)
+            res["container"] = {"name": p["container"], "running": bool(state.get("Running")),
+                                "status": state.get("Status"), "image": image.strip() if rc == 0 else None,
+                                "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode")}
+            if state.get("Running"):
+                res["health"] = http("GET", base + "/health", timeout=3)[0]
+                code, text = http("GET", base + "/v1/models", timeout=3)
+                try:
+                    res["models"] = [m.get("id") for m in json.loads(text).get("data", [])] if code == 200 else []
+                except (ValueError, AttributeError):
+                    res["models"] = []
+        module.exit_json(**res)
     if p["phase"] == "precheck":
         if state and state.get("Running"):
             module.exit_json(changed=False, endpoint=base, running=True)

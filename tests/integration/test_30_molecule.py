@@ -21,3 +21,10 @@ def test_molecule_restore_scenario():
     assert res.returncode == 0, res.out[-6000:]
     for step in ("converge", "idempotence", "side_effect", "verify", "destroy"):
         assert "%s: Executed: Successful" % step in res.out, step
+
+
+def test_molecule_rollback_scenario():
+    """The serve phase fails after the old model was stopped: the old model runs again."""
+    res = run([os.path.join(BIN, "molecule"), "test", "-s", "rollback"], timeout=1800)
+    assert res.returncode == 0, res.out[-6000:]
+    assert " passed" in res.out

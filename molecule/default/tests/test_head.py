@@ -1,4 +1,7 @@
 """Checks that only make sense on the head (spark1)."""
+import json
+import os
+
 
 testinfra_hosts = ["ansible://spark1"]
 
@@ -8,3 +11,42 @@ def test_ray_cluster_spans_both_hosts_with_their_gpus(host):
                "print(sorted((n['NodeManagerAddress'], n['Resources'].get('GPU')) for n in ray.nodes() if n['Alive']))")
     out = host.check_output('docker exec sparkops-ray-head python3 -c "%s"' % snippet)
     assert out.splitlines()[-1] == "[('192.168.77.11', 1.0), ('192.168.77.12', 1.0)]"
+
+
+def test_the_model_is_served_across_both_nodes(host):
+    """The lab's stand-in server (in the selected image) answers like an engine, after placing a
+    rank on each node of the real Ray cluster."""
+    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health") == "200"
+    models = json.loads(host.check_output("curl -s http://127.0.0.1:8000/v1/models"))
+    assert [m["id"] for m in models["data"]] == ["qwen3.5-lab"]
+    out = json.loads(host.check_output(
+        "curl -s http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' "
+        "-d '{\"model\": \"qwen3.5-lab\", \"prompt\": \"hi\", \"max_tokens\": 4}'"))
+    assert out["choices"][0]["text"] == "lab stand-in answer from 2 Ray actors on 192.168.77.11, 192.168.77.12"
+
+
+def test_the_engine_runs_the_selected_image(host):
+    image = host.check_output("docker inspect -f '{{.Config.Image}}' sparkops-model-server")
+    assert image == "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"
+
+
+def test_the_report_is_complete():
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "molecule-reports", "default",
+                        "latest.json")
+    with open(path) as f:
+        report = json.load(f)
+    assert report["outcome"] == "served" and report["error"] is None
+    assert report["image"]["selected"] == "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"
+    assert report["image"]["versions"]["engine"] == "0.17.0"
+    status = dict((r["image"].split("/")[-1], r["status"]) for r in report["image"]["candidates"])
+    assert status == {"lab-vllm:0.14.0": "rejected", "lab-sglang:0.5.4": "rejected",
+                      "lab-vllm:0.17.0-arm64": "rejected", "lab-vllm:0.17.0": "selected",
+                      "lab-sglang:0.5.10": "rejected"}
+    assert report["ray"]["nodes"] == 2 and report["ray"]["gpus"] == 2
+    assert report["serving"]["model"] == "qwen3.5-lab"
+    assert report["serving"]["endpoint"] == "http://10.77.0.11:8000/v1"
+    assert report["fabric"]["interface"] == "enp1s0f1np1"
+    assert set(report["seconds"]) == {"preflight", "engine_image", "gpu_memory", "fabric", "ray_cluster",
+                                      "model_server"}
+    # the idempotence run wrote the last report: nothing stopped then, the engine left alone
+    assert report["serving"]["restarted"] is False

@@ -187,7 +187,7 @@ def test_model_config_errors(tmp_path):
 
 def probe(engine, version, arch_verdict, ray="2.60.0", platform="linux/amd64", digest="d1"):
     return {"engine": engine, "versions": {"engine": version, "ray": ray}, "platform": platform,
-            "digest": digest, "id": digest, "architectures": {QWEN35: arch_verdict}, "errors": []}
+            "digest": "repo@" + digest, "id": digest, "architectures": {QWEN35: arch_verdict}, "errors": []}
 
 
 def test_select_first_fitting_and_table():

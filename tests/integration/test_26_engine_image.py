@@ -1,0 +1,164 @@
+"""engine_image on the lab: real pulls from the lab registry, real probes of images that carry
+real vLLM / SGLang release trees; every bad input stops the deploy before anything is stopped."""
+import json
+
+import pytest
+
+from conftest import BIN, LAB, playbook, run, ssh
+
+HOSTS = ("10.77.0.11", "10.77.0.12")
+REG = "10.77.0.5:5000/sparkops/"
+QWEN35 = "Qwen3_5MoeForConditionalGeneration"
+
+
+def flat(text):
+    return " ".join(text.split())
+
+
+def running(ip):
+    return set(ssh(ip, "docker ps --format '{{.Names}}'").out.split())
+
+
+@pytest.fixture
+def old_model(lab):
+    res = run(LAB + ["old-model"])
+    assert res.returncode == 0, res.out
+    return res
+
+
+def deploy(*extra):
+    return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+
+
+def probe_play(*extra):
+    return playbook("playbooks/probe.yml", "-i", "inventories/lab", *extra)
+
+
+def test_probe_playbook_selects_vllm_017_and_explains_the_rest(lab):
+    res = probe_play()
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert "%slab-vllm:0.17.0 selected vllm 0.17.0" % REG in out
+    assert "vllm 0.14.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 in out
+    assert "sglang 0.5.4 lacks %s" % QWEN35 in out
+    assert "built for linux/arm64, spark1 is linux/amd64" in out
+    assert "no Ray in the image" in out  # SGLang 0.5.10 has the model but no Ray
+
+
+def test_probe_module_static_runtime_cached(lab):
+    """One image three ways on a host; the static read follows SGLang's editable install."""
+    def probe(image, method, cache="/var/lib/sparkops/engine-probe-cache.json"):
+        res = run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m",
+                   "sparkops.inference.engine_probe", "-a",
+                   json.dumps({"image": REG + image, "architectures": [QWEN35, "LlamaForCausalLM"],
+                               "method": method, "cache_file": cache})],
+                  env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
+        data = json.loads(res.out[res.out.index("{"):])
+        return data["plays"][0]["tasks"][0]["hosts"]["spark1"]
+    ssh(HOSTS[0], "docker pull -q %slab-sglang:0.5.10 >/dev/null; rm -f /tmp/probe-cache.json" % REG)
+    first = probe("lab-sglang:0.5.10", "static", "/tmp/probe-cache.json")
+    assert first["engine"] == "sglang" and first["editable"] is True
+    assert first["engine_path"] == "/sgl-workspace/sglang/python/sglang"
+    assert first["architectures"] == {QWEN35: "native", "LlamaForCausalLM": "native"}
+    assert first["cached"] is False and first["versions"]["engine"] == "0.5.10"
+    again = probe("lab-sglang:0.5.10", "static", "/tmp/probe-cache.json")
+    assert again["cached"] is True and again["architectures"] == first["architectures"]
+    # the runtime probe runs python in the image: the lab image has no torch, so SGLang's
+    # registry does not import, and the probe says so instead of guessing
+    rt = probe("lab-sglang:0.5.10", "runtime", "")
+    assert rt["method"] == "runtime" and rt["supported"] is False
+    assert any("torch" in e for e in rt["errors"]), rt["errors"]
+    # an image without python, and one for another CPU
+    ssh(HOSTS[0], "docker pull -q %slab-nopython:1 %slab-vllm:0.17.0-arm64 >/dev/null" % (REG, REG))
+    nopy = probe("lab-nopython:1", "runtime", "")
+    assert "has no python3" in " ".join(nopy["errors"])
+    arm = probe("lab-vllm:0.17.0-arm64", "runtime", "")
+    assert "is built for linux/arm64 and this host is linux/amd64" in flat(" ".join(arm["errors"]))
+
+
+def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
+    res = deploy("-e", json.dumps({"sparkops_engine_candidates": [
+        REG + "lab-vllm:0.14.0", REG + "lab-sglang:0.5.10", REG + "lab-engine:ray-2.60.0"]}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "No candidate image can serve %s on spark1, spark2 (nothing was stopped)" % QWEN35 in out
+    assert "no engine (no inference engine installed" in out
+    assert "Nothing was rolled back: this run stopped no service." in out
+    for ip in HOSTS:
+        assert {"old-vllm", "embeddings-embed-1"} <= running(ip)
+
+
+@pytest.mark.parametrize("candidates,expected", [
+    ([REG + "lab-vllm:no-such-tag"], "the registry does not know %slab-vllm:no-such-tag" % REG),
+    (["10.77.0.5:5000/x;touch /tmp/pwned"], "is not a valid image reference"),
+    (["10.77.0.99:5000/sparkops/lab-vllm:0.17.0"], "the registry of 10.77.0.99:5000/sparkops/lab-vllm:0.17.0 "
+                                                  "is unreachable after 2 attempts"),
+])
+def test_bad_candidates_are_named(lab, candidates, expected):
+    res = deploy("-e", json.dumps({"sparkops_engine_candidates": candidates, "engine_image_pull_retries": 1,
+                                   "engine_image_pull_backoff": 0, "engine_image_pull_timeout": 5}))
+    assert res.returncode != 0
+    assert expected in flat(res.out), flat(res.out)[-2500:]
+    assert ssh(HOSTS[0], "test -e /tmp/pwned").returncode != 0  # an argv element, never a shell
+
+
+def test_model_config_errors(lab, tmp_path):
+    for content, expected in (
+            (None, "/opt/models/none/config.json does not exist"),
+            ("{not json", "is not JSON"),
+            ('{"model_type": "qwen3_5_moe"}', 'has no "architectures" list')):
+        path = "/opt/models/none" if content is None else "/opt/models/broken"
+        if content is not None:
+            ssh(HOSTS[0], "mkdir -p %s && printf '%%s' '%s' > %s/config.json" % (path, content, path))
+        res = deploy("-e", "sparkops_model_path=" + path)
+        assert res.returncode != 0
+        assert expected in flat(res.out), flat(res.out)[-2000:]
+    ssh(HOSTS[0], "rm -rf /opt/models/broken")
+
+
+def test_empty_candidate_list(lab):
+    res = playbook("playbooks/probe.yml", "-i", "inventories/lab", "-e",
+                   json.dumps({"sparkops_engine_candidates": [], "preflight_require_candidates": False}))
+    assert res.returncode != 0
+    assert "the candidate list is empty" in flat(res.out)
+
+
+def test_pull_that_times_out_once_succeeds_on_retry(lab):
+    """The registry is unreachable from spark2 for the first attempt (traffic dropped), then
+    comes back: the pull is retried after the backoff and succeeds."""
+    image = REG + "lab-vllm:0.14.0"
+    ssh(HOSTS[1], "docker rmi -f %s >/dev/null 2>&1; true" % image)
+    rule = "OUTPUT -d 10.77.0.5 -p tcp --dport 5000 -j DROP"
+    assert ssh(HOSTS[1], "iptables -I " + rule).returncode == 0
+    # lift the block after 6 s: the first attempt (4 s) times out, the retry (after 3 s) works
+    ssh(HOSTS[1], "nohup sh -c 'sleep 6; iptables -D %s' >/dev/null 2>&1 &" % rule)
+    res = run([BIN + "/ansible", "-i", "inventories/lab", "spark2", "-m", "sparkops.inference.engine_pull",
+               "-a", json.dumps({"images": [image], "timeout": 4, "retries": 2, "backoff": 3})])
+    ssh(HOSTS[1], "iptables -D %s 2>/dev/null; true" % rule)
+    out = flat(res.out)
+    assert res.returncode == 0, out[-2000:]
+    assert "attempt 1 timed out" in out and "attempt 2 succeeded" in out
+    assert ssh(HOSTS[1], "docker image inspect %s >/dev/null" % image).returncode == 0
+
+
+def test_distribute_over_the_fabric(lab):
+    """The head pulls and probes; spark2 gets the selected image over the fabric, same id; the
+    registry serves nothing to spark2."""
+    image = REG + "lab-vllm:0.17.0"
+    for ip in HOSTS:
+        ssh(ip, "docker rm -f sparkops-model-server sparkops-ray-head sparkops-ray-worker >/dev/null 2>&1; "
+                "docker rmi -f %s >/dev/null 2>&1; true" % image)
+    log = "/var/lib/sparkops-lab/registry.log"
+    offset = len(open(log, "rb").read())
+    res = probe_play("-e", json.dumps({"sparkops_engine_candidates": [image], "engine_image_distribute": "fabric"}))
+    assert res.returncode == 0, res.out[-3000:]
+    with open(log, "rb") as f:
+        f.seek(offset)
+        fetched_by = set(line.split()[0] for line in f.read().decode().splitlines() if "/blobs/" in line)
+    assert b"10.77.0.12" not in b" ".join(x.encode() for x in fetched_by), fetched_by
+    ids = [ssh(ip, "docker image inspect -f '{{.Id}}' %s" % image).out.strip() for ip in HOSTS]
+    assert ids[0].startswith("sha256:") and ids[0] == ids[1]
+    # a second run transfers nothing (spark2 has the image with the head's id)
+    res = probe_play("-e", json.dumps({"sparkops_engine_candidates": [image], "engine_image_distribute": "fabric"}))
+    assert res.returncode == 0, res.out[-3000:]
+    assert "changed=0" in [l for l in res.out.splitlines() if l.startswith("spark2")][-1]

@@ -1,0 +1,122 @@
+"""model_server on the lab: the stand-in engine on the real Ray cluster; every bad case named."""
+import json
+
+import pytest
+
+from conftest import playbook, ssh
+
+SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
+MODEL = "/opt/models/lab-qwen3.5-tiny"
+
+
+def flat(text):
+    return " ".join(text.split())
+
+
+def deploy(*extra):
+    return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+
+
+@pytest.fixture(scope="module")
+def served(lab):
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    return res
+
+
+def test_deploy_serves_and_reports(served):
+    out = flat(served.out)
+    assert "qwen3.5-lab is served by vllm (10.77.0.5:5000/sparkops/lab-vllm:0.17.0) at http://10.77.0.11:8000/v1" in out
+    assert "sparkops deploy: SERVED" in out
+    assert "ray 2 nodes, 2.0 GPUs, head 192.168.77.11" in out
+    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
+    assert code == "200"
+
+
+def test_status_shows_the_served_model(served):
+    res = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert "Serving: sparkops-model-server (10.77.0.5:5000/sparkops/lab-vllm:0.17.0) running" in out
+    assert "/health 200, models qwen3.5-lab" in out
+    assert "Last deploy" in out and ": served; image 10.77.0.5:5000/sparkops/lab-vllm:0.17.0 (vllm 0.17.0)" in out
+
+
+def test_changed_engine_setting_restarts_the_engine_not_ray(served):
+    def started(name):
+        return ssh(SPARK1, "docker inspect -f '{{.State.StartedAt}}' %s" % name).out.strip()
+    ray_before, engine_before = started("sparkops-ray-head"), started("sparkops-model-server")
+    res = deploy("-e", json.dumps({"model_server_max_model_len": "4096"}))
+    assert res.returncode == 0, res.out[-3000:]
+    assert started("sparkops-ray-head") == ray_before
+    assert started("sparkops-model-server") != engine_before
+    assert "--max-model-len 4096" in ssh(SPARK1, "docker inspect -f '{{json .Args}}' sparkops-model-server").out.replace(
+        '","', " ")
+
+
+def test_served_name_mismatch_is_named(served):
+    res = deploy("-e", json.dumps({"model_server_extra_args": ["--served-model-name", "other-name"]}))
+    assert res.returncode != 0
+    assert "the engine serves other-name, not qwen3.5-lab (served model name mismatch)" in flat(res.out)
+
+
+def test_readiness_timeout_shows_the_engine_log(served):
+    res = deploy("-e", json.dumps({
+        "model_server_executable": ["python3", "-c", "print('loading weights, slowly', flush=True); "
+                                    "import time; time.sleep(600)"],
+        "model_server_ready_timeout": 5}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the engine did not serve within 5 s on spark1" in out
+    assert "loading weights, slowly" in out
+
+
+def test_engine_that_exits_is_named_with_its_log(served):
+    res = deploy("-e", json.dumps({
+        "model_server_executable": ["python3", "-c", "import sys; print('CUDA out of memory (pretend)'); sys.exit(7)"]}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
+    assert "CUDA out of memory (pretend)" in out
+
+
+def test_port_in_use_is_named(served):
+    assert ssh(SPARK1, "docker rm -f sparkops-model-server").returncode == 0
+    pid = ssh(SPARK1, "nohup python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 & echo $!").out.strip()
+    try:
+        res = deploy()
+    finally:
+        ssh(SPARK1, "kill %s" % pid)
+    assert res.returncode != 0
+    assert "port 8000 on spark1 is in use by something other than sparkops-model-server" in flat(res.out)
+
+
+def test_model_directory_that_differs_on_a_worker(served):
+    ssh(SPARK2, "echo extra > %s/extra.txt" % MODEL)
+    try:
+        res = deploy()
+    finally:
+        ssh(SPARK2, "rm -f %s/extra.txt" % MODEL)
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the model directory %s differs between the hosts: spark1 3 files" % MODEL in out
+    assert "spark2 4 files" in out
+
+
+def test_model_directory_missing_on_a_worker(served):
+    ssh(SPARK1, "mkdir -p /opt/models/head-only && cp %s/config.json /opt/models/head-only/" % MODEL)
+    try:
+        res = deploy("-e", "sparkops_model_path=/opt/models/head-only")
+    finally:
+        ssh(SPARK1, "rm -rf /opt/models/head-only")
+    assert res.returncode != 0
+    assert "the model directory /opt/models/head-only is missing on spark2" in flat(res.out)
+
+
+def test_teardown_stops_serving_and_ray(served):
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    names = ssh(SPARK1, "docker ps -a --format '{{.Names}}'").out.split()
+    assert "sparkops-model-server" not in names and "sparkops-ray-head" not in names
+    res = deploy()  # and back
+    assert res.returncode == 0, res.out[-3000:]

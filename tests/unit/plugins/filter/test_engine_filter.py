@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# The engine_select / engine_probe_map filters over registered results shaped as Ansible
+# returns them (loop results with item, failed, msg).
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.sparkops.inference.plugins.filter.engine import engine_probe_map, engine_select
+
+QWEN35 = "Qwen3_5MoeForConditionalGeneration"
+
+
+def probe(image, verdict, ray="2.60.0", platform="linux/arm64", image_id="sha256:aa"):
+    return {"item": image, "changed": False, "failed": False, "invocation": {}, "ansible_loop_var": "item",
+            "ansible_facts": {}, "image": image, "engine": "vllm", "id": image_id, "digest": None,
+            "platform": platform, "versions": {"engine": "0.17.0", "ray": ray},
+            "architectures": {QWEN35: verdict}, "errors": []}
+
+
+def test_probe_map_keeps_results_and_pull_failures():
+    pull = {"failed_images": {"img:gone": "the registry does not know img:gone"}}
+    reg = {"results": [probe("img:a", "native"), {"item": "img:b", "failed": True, "msg": "boom"},
+                       {"item": "img:c", "skipped": True}]}
+    out = engine_probe_map(reg, pull)
+    assert out["img:gone"] == {"error": "the registry does not know img:gone"}
+    assert out["img:b"] == {"error": "boom"}
+    assert "img:c" not in out
+    assert out["img:a"]["architectures"] == {QWEN35: "native"}
+    assert "invocation" not in out["img:a"] and "item" not in out["img:a"]
+
+
+def test_select_reads_host_architecture_from_facts():
+    per_host = {"img:a": dict(probe("img:a", "native"), item=None)}
+    hostvars = {
+        "s1": {"ansible_facts": {"sparkops_host": {"architecture": "aarch64"}}, "sparkops_engine_probes": per_host},
+        "s2": {"ansible_facts": {"sparkops_host": {"architecture": "x86_64"}}, "sparkops_engine_probes": per_host},
+    }
+    res = engine_select(["img:a"], ["s1", "s2"], hostvars)
+    assert res["selected"] is None
+    assert res["rows"][0]["reasons"] == ["built for linux/arm64, s2 is linux/amd64"]
+    hostvars["s2"]["ansible_facts"]["sparkops_host"]["architecture"] = "aarch64"
+    assert engine_select(["img:a"], ["s1", "s2"], hostvars)["selected"] == "img:a"
+    with pytest.raises(AnsibleFilterError, match="candidate list is empty"):
+        engine_select([], ["s1"], hostvars)
