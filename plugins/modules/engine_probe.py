@@ -15,8 +15,9 @@ version_added: 0.1.0
 description:
   - Probes one image present on the host (pull it first, see M(sparkops.inference.engine_pull)).
   - C(static) reads the image's files without running it - the layer directories of Docker's
-    overlay2 driver in place, or a C(docker export) stream of a created (never started)
-    container for other drivers. Versions come from C(*.dist-info/METADATA), editable installs
+    overlay2 driver in place, or, for other storage drivers, the export stream of a created
+    (never started) container from the Docker API socket (C(DOCKER_HOST) when it is a unix
+    socket), read as it arrives. Versions come from C(*.dist-info/METADATA), editable installs
     are followed (C(direct_url.json), C(.pth) lines, setuptools finder maps), architectures from
     the engine's own registry source parsed with Python's C(ast) (vLLM's model tables in
     C(vllm/model_executor/models/registry.py); C(EntryClass) of every module in
@@ -59,6 +60,13 @@ options:
     description: Seconds the runtime probe may take.
     type: int
     default: 300
+  static_reader:
+    description:
+      - How the static probe reads the image - C(auto) reads overlay2 layer directories in place
+        and falls back to the export stream for other storage drivers; C(export) always streams.
+    type: str
+    choices: [auto, export]
+    default: auto
 attributes:
   check_mode:
     support: full
@@ -145,7 +153,6 @@ ansible_facts:
 
 import json
 import os
-import subprocess
 import tarfile
 import time
 
@@ -159,6 +166,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._engine import 
     result,
     static_facts,
 )
+from ansible_collections.sparkops.inference.plugins.module_utils._docker_api import DockerApiError, request
 from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
 from ansible_collections.sparkops.inference.plugins.module_utils._image_fs import LayerFS, TarFS
 
@@ -187,9 +195,9 @@ def inspect_image(module, docker, image):
             "config": data.get("Config") or {}, "graph": data.get("GraphDriver") or {}}
 
 
-def static_probe(module, docker, info):
+def static_probe(module, docker, info, reader):
     graph = info["graph"]
-    if graph.get("Name") == "overlay2" and graph.get("Data", {}).get("UpperDir"):
+    if reader != "export" and graph.get("Name") == "overlay2" and graph.get("Data", {}).get("UpperDir"):
         data = graph["Data"]
         layers = [data["UpperDir"]] + [d for d in (data.get("LowerDir") or "").split(":") if d]
         if all(os.path.isdir(d) for d in layers):
@@ -202,11 +210,11 @@ def static_probe(module, docker, info):
                              % (info["image"], err.strip()[-300:]))
     cid = cid.strip()
     try:
-        proc = subprocess.Popen([docker, "export", cid], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+        resp = request("GET", "/containers/%s/export" % cid)
+        with tarfile.open(fileobj=resp, mode="r|") as tar:
             fs = TarFS(tar)
-        proc.wait()
+    except (DockerApiError, tarfile.TarError) as exc:
+        module.fail_json(msg="reading the files of %s (docker export) failed: %s" % (info["image"], exc))
     finally:
         module.run_command([docker, "rm", "-f", cid], environ_update=C_LOCALE)
     return static_facts(fs, info["config"])
@@ -220,17 +228,17 @@ def runtime_probe(module, docker, info, archs, timeout):
                            "(a runtime probe needs to run it; the static probe does not)"
                            % (info["image"], info["platform"], host)],
                 "undecided": True, "refused": True}
-    argv = [docker, "run", "--rm", "--network", "none", "--entrypoint", "python3", info["id"],
+    name = "sparkops-probe-%d" % os.getpid()
+    argv = [module.get_bin_path("timeout", required=True), "-k", "10", str(timeout),
+            docker, "run", "--rm", "--name", name, "--network", "none", "--entrypoint", "python3", info["id"],
             "-c", RUNTIME_SNIPPET, json.dumps(archs)]
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                              env=dict(os.environ, **C_LOCALE))
-    except subprocess.TimeoutExpired:
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    if rc in (124, 137):
+        module.run_command([docker, "rm", "-f", name], environ_update=C_LOCALE)
         return {"engine": None, "native": [], "fallback": [], "removed": {}, "versions": {},
                 "errors": ["the runtime probe of %s did not finish within %d s" % (info["image"], timeout)],
                 "undecided": True, "timed_out": True}
-    return parse_runtime_output(proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                                proc.stderr.decode("utf-8", "replace"), info["image"])
+    return parse_runtime_output(rc, out, err, info["image"])
 
 
 def main():
@@ -242,6 +250,7 @@ def main():
             docker_cli=dict(type="str", default="docker"),
             cache_file=dict(type="path", default="/var/lib/sparkops/engine-probe-cache.json"),
             timeout=dict(type="int", default=300),
+            static_reader=dict(type="str", choices=["auto", "export"], default="auto"),
         ),
         supports_check_mode=True,
     )
@@ -264,7 +273,7 @@ def main():
         if from_cache:
             this = hit
         elif method == "static":
-            this = static_probe(module, docker, info)
+            this = static_probe(module, docker, info, p["static_reader"])
         else:
             this = runtime_probe(module, docker, info, p["architectures"], p["timeout"])
         if not from_cache and not this.get("refused") and not this.get("timed_out"):

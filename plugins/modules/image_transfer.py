@@ -15,9 +15,10 @@ version_added: 0.1.0
 description:
   - O(mode=send) (on the host that has the image, run with C(async)) listens on
     O(address):O(port) and, for each of O(peers) connections that present O(token), streams
-    C(docker save) of O(images) into it, then exits. Nothing is written to disk.
+    the saved image (the Docker API's C(docker save) stream, from the engine's unix socket) into
+    it, then exits. Nothing is written to disk or held in memory.
   - O(mode=receive) (on each other host) connects to O(address):O(port) (retrying while the
-    sender starts), presents O(token) and pipes the stream into C(docker load); then checks that
+    sender starts), presents O(token) and streams it into the Docker API's load; then checks that
     each image's id equals O(expect_ids) - the same content, verified.
   - Images already present with the expected id are not transferred (the receiver says so and
     the sender is told to skip).
@@ -104,10 +105,11 @@ skipped:
 
 import json
 import socket
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.parse import urlencode
+from ansible_collections.sparkops.inference.plugins.module_utils._docker_api import DockerApiError, request
 
 CHUNK = 1 << 20
 
@@ -156,21 +158,19 @@ def send(module, docker, p):
             skipped += 1
             conn.close()
             continue
-        # sendall for each chunk so a slow receiver throttles docker save
-        # pylint: disable-next=consider-using-with
-        proc = subprocess.Popen([docker, "save"] + p["images"], stdout=subprocess.PIPE)
+        # chunk by chunk: a slow receiver throttles the save, nothing is held in memory
         try:
-            for chunk in iter(lambda: proc.stdout.read(CHUNK), b""):
+            resp = request("GET", "/images/get?" + urlencode([("names", i) for i in p["images"]]),
+                           timeout=p["timeout"])
+            for chunk in iter(lambda: resp.read(CHUNK), b""):
                 conn.sendall(chunk)
                 total += len(chunk)
+        except DockerApiError as exc:
+            module.fail_json(msg="docker save of %s failed: %s" % (", ".join(p["images"]), exc), bytes=total)
         except socket.error as exc:
-            proc.kill()
             module.fail_json(msg="the transfer to %s broke off: %s" % (peer[0], exc), bytes=total)
         finally:
-            proc.wait()
             conn.close()
-        if proc.returncode != 0:
-            module.fail_json(msg="docker save %s failed (exit %d)" % (" ".join(p["images"]), proc.returncode))
     srv.close()
     module.exit_json(changed=False, bytes=total, seconds=round(time.time() - started, 1),
                      ids=image_ids(module, docker, p["images"]), skipped=skipped == served)
@@ -197,22 +197,26 @@ def receive(module, docker, p):
         conn.close()
         module.exit_json(changed=False, bytes=0, seconds=0.0, ids=before, skipped=True)
     conn.settimeout(p["timeout"])
-    # pylint: disable-next=consider-using-with
-    load = subprocess.Popen([docker, "load", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
-    total = 0
-    try:
+    counted = [0]
+
+    def stream():
         for chunk in iter(lambda: conn.recv(CHUNK), b""):
-            load.stdin.write(chunk)
-            total += len(chunk)
+            counted[0] += len(chunk)
+            yield chunk
+
+    try:
+        resp = request("POST", "/images/load?quiet=1", body=stream(), timeout=p["timeout"],
+                       headers={"Content-Type": "application/x-tar"})
+        out = resp.read().decode("utf-8", "replace")
+    except DockerApiError as exc:
+        module.fail_json(msg="docker load failed after %d bytes: %s" % (counted[0], exc))
     except socket.error as exc:
-        load.kill()
-        module.fail_json(msg="the image stream from %s broke off after %d bytes: %s" % (p["address"], total, exc))
+        module.fail_json(msg="the image stream from %s broke off after %d bytes: %s" % (p["address"], counted[0], exc))
     finally:
         conn.close()
-    out = load.communicate()[0].decode("utf-8", "replace")
-    if load.returncode != 0:
-        module.fail_json(msg="docker load failed (exit %d) after %d bytes: %s" % (load.returncode, total, out[-500:]))
+    if '"error"' in out:
+        module.fail_json(msg="docker load failed after %d bytes: %s" % (counted[0], out[-500:]))
+    total = counted[0]
     after = image_ids(module, docker, p["images"])
     wrong = ["%s is %s, expected %s" % (i, after.get(i), p["expect_ids"].get(i)) for i in p["images"]
              if p["expect_ids"].get(i) and after.get(i) != p["expect_ids"][i]]

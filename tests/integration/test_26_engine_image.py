@@ -47,11 +47,11 @@ def test_probe_playbook_selects_vllm_017_and_explains_the_rest(lab):
 
 def test_probe_module_static_runtime_cached(lab):
     """One image three ways on a host; the static read follows SGLang's editable install."""
-    def probe(image, method, cache="/var/lib/sparkops/engine-probe-cache.json"):
+    def probe(image, method, cache="/var/lib/sparkops/engine-probe-cache.json", reader="auto"):
         res = run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m",
                    "sparkops.inference.engine_probe", "-a",
                    json.dumps({"image": REG + image, "architectures": [QWEN35, "LlamaForCausalLM"],
-                               "method": method, "cache_file": cache})],
+                               "method": method, "cache_file": cache, "static_reader": reader})],
                   env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
         data = json.loads(res.out[res.out.index("{"):])
         return data["plays"][0]["tasks"][0]["hosts"]["spark1"]
@@ -63,6 +63,11 @@ def test_probe_module_static_runtime_cached(lab):
     assert first["cached"] is False and first["versions"]["engine"] == "0.5.10"
     again = probe("lab-sglang:0.5.10", "static", "/tmp/probe-cache.json")
     assert again["cached"] is True and again["architectures"] == first["architectures"]
+    # other storage drivers: the export stream of a created container, read as it arrives
+    exported = probe("lab-sglang:0.5.10", "static", "", reader="export")
+    for key in ("engine", "editable", "engine_path", "versions", "architectures", "native_count"):
+        assert exported[key] == first[key], key
+    assert "sparkops-probe" not in ssh(HOSTS[0], "docker ps -a --format '{{.Names}}'").out
     # the runtime probe runs python in the image: the lab image has no torch, so SGLang's
     # registry does not import, and the probe says so instead of guessing
     rt = probe("lab-sglang:0.5.10", "runtime", "")
