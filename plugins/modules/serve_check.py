@@ -113,7 +113,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import Request, urlopen
+from ansible.module_utils.urls import open_url
 from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
 
 
@@ -131,10 +131,10 @@ def logs(module, docker, name, n):
 
 
 def http(method, url, body=None, timeout=5):
-    data = json.dumps(body).encode() if body is not None else None
-    req = Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    data = json.dumps(body) if body is not None else None
     try:
-        resp = urlopen(req, timeout=timeout)
+        resp = open_url(url, data=data, method=method, timeout=timeout, use_proxy=False,
+                        headers={"Content-Type": "application/json"})
         return resp.getcode(), resp.read().decode("utf-8", "replace")
     except HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")

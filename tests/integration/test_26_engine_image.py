@@ -96,8 +96,8 @@ def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
 @pytest.mark.parametrize("candidates,expected", [
     ([REG + "lab-vllm:no-such-tag"], "the registry does not know %slab-vllm:no-such-tag" % REG),
     (["10.77.0.5:5000/x;touch /tmp/pwned"], "is not a valid image reference"),
-    (["10.77.0.99:5000/sparkops/lab-vllm:0.17.0"], "the registry of 10.77.0.99:5000/sparkops/lab-vllm:0.17.0 "
-                                                  "is unreachable after 2 attempts"),
+    (["10.77.0.99:5000/sparkops/lab-vllm:0.17.0"],
+     "the registry of 10.77.0.99:5000/sparkops/lab-vllm:0.17.0 is unreachable after 2 attempts"),
 ])
 def test_bad_candidates_are_named(lab, candidates, expected):
     res = deploy("-e", json.dumps({"sparkops_engine_candidates": candidates, "engine_image_pull_retries": 1,
