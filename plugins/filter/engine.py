@@ -71,7 +71,9 @@ def engine_probe_map(probe, pull):
     for entry in (pull or {}).get("images") or []:
         if entry.get("id") is None and not entry.get("error"):  # check mode: would be pulled
             out[entry["image"]] = {"pending": True}
-    for res in (probe or {}).get("results") or []:
+    for res in (probe or {}).get("probes") or []:  # engine_probe with images
+        out[res["image"]] = {"error": res["error"]} if res.get("error") else dict(res)
+    for res in (probe or {}).get("results") or []:  # engine_probe in a loop
         if res.get("failed"):
             out[res["item"]] = {"error": res.get("msg") or "the probe failed"}
         elif not res.get("skipped"):

@@ -37,9 +37,18 @@ extends_documentation_fragment:
   - sparkops.inference.attributes.docker
 options:
   image:
-    description: Image reference, passed to Docker as one argument (never through a shell).
+    description:
+      - Image reference, passed to Docker as one argument (never through a shell). The answer is
+        returned as top-level keys and as C(sparkops_engine_probe).
+      - One of O(image) and O(images) is required.
     type: str
-    required: true
+  images:
+    description:
+      - Several images in one run (what the engine_image role uses); the answers are returned as
+        RV(probes) and as C(sparkops_engine_probes) (image -> answer). An image that is not on
+        the host, or not a valid reference, gets C(error) instead of failing the task. Returned as RV(probes).
+    type: list
+    elements: str
   architectures:
     description:
       - Model architectures to judge (the C(architectures) of the model's C(config.json)), for
@@ -145,8 +154,13 @@ notes:
   returned: always
   type: list
   elements: str
+probes:
+  description: One answer per image of O(images), in order (each as the top-level keys above, or C(image) and C(error)).
+  returned: when O(images) is given
+  type: list
+  elements: dict
 ansible_facts:
-  description: The same answer as C(sparkops_engine_probe).
+  description: The answer as C(sparkops_engine_probe) (O(image)), or C(sparkops_engine_probes) by image (O(images)).
   returned: always
   type: dict
 """
@@ -172,15 +186,17 @@ from ansible_collections.sparkops.inference.plugins.module_utils._image_fs impor
 
 
 def inspect_image(module, docker, image):
+    """(image info, None) or (None, why it cannot be probed)."""
+    if not image.strip():
+        return None, "image is empty: expected an image reference such as lmsysorg/sglang:spark"
     rc, out, err = module.run_command([docker, "image", "inspect", image], environ_update=C_LOCALE)
     if rc != 0:
         text = (err or out).strip()
         if "invalid reference format" in text or "invalid repository name" in text:
-            module.fail_json(msg="%r is not a valid image reference (%s): expected "
-                                 "[registry/]repository[:tag|@sha256:digest]" % (image, text))
-        module.fail_json(msg="the image %s is not on this host (%s): pull it first "
-                             "(sparkops.inference.engine_pull, or the engine_image role)"
-                             % (image, text[-300:]))
+            return None, ("%r is not a valid image reference (%s): expected "
+                          "[registry/]repository[:tag|@sha256:digest]" % (image, text))
+        return None, ("the image %s is not on this host (%s): pull it first "
+                      "(sparkops.inference.engine_pull, or the engine_image role)" % (image, text[-300:]))
     data = json.loads(out)[0]
     repo = image.split("@")[0]
     last = repo.rsplit("/", 1)[-1]
@@ -192,7 +208,7 @@ def inspect_image(module, docker, image):
     if data.get("Variant"):
         plat += "/" + data["Variant"]
     return {"image": image, "id": data.get("Id"), "digest": digest, "platform": plat,
-            "config": data.get("Config") or {}, "graph": data.get("GraphDriver") or {}}
+            "config": data.get("Config") or {}, "graph": data.get("GraphDriver") or {}}, None
 
 
 def static_probe(module, docker, info, reader):
@@ -244,7 +260,8 @@ def runtime_probe(module, docker, info, archs, timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            image=dict(type="str", required=True),
+            image=dict(type="str"),
+            images=dict(type="list", elements="str"),
             architectures=dict(type="list", elements="str", default=[]),
             method=dict(type="str", choices=["static", "runtime", "auto"], default="auto"),
             docker_cli=dict(type="str", default="docker"),
@@ -252,6 +269,8 @@ def main():
             timeout=dict(type="int", default=300),
             static_reader=dict(type="str", choices=["auto", "export"], default="auto"),
         ),
+        required_one_of=[("image", "images")],
+        mutually_exclusive=[("image", "images")],
         supports_check_mode=True,
     )
     p = module.params
@@ -259,11 +278,33 @@ def main():
     if not docker:
         module.fail_json(msg="the Docker CLI %r is not on this host's PATH: install Docker or set "
                              "docker_cli" % p["docker_cli"])
-    if not p["image"].strip():
-        module.fail_json(msg="image is empty: expected an image reference such as lmsysorg/sglang:spark")
-    started = time.time()
-    info = inspect_image(module, docker, p["image"])
     cache = _cache.load(p["cache_file"]) if p["cache_file"] else {}
+    if p["image"] is not None:
+        res = probe_one(module, docker, p["image"], p, cache)
+        if res.get("error"):
+            module.fail_json(msg=res["error"])
+        save_cache(module, p, cache)
+        res["ansible_facts"] = {"sparkops_engine_probe": dict(res)}
+        module.exit_json(changed=False, **res)
+    results = [probe_one(module, docker, image, p, cache) for image in p["images"]]
+    save_cache(module, p, cache)
+    module.exit_json(changed=False, probes=results, ansible_facts={
+        "sparkops_engine_probes": dict((r["image"], r) for r in results)})
+
+
+def save_cache(module, p, cache):
+    if p["cache_file"] and not module.check_mode and cache.pop("_dirty", False):
+        problem = _cache.save(p["cache_file"], cache)
+        if problem:
+            module.warn(problem)
+
+
+def probe_one(module, docker, image, p, cache):
+    """The answer for one image, or {image, error} when it cannot be probed."""
+    started = time.time()
+    info, error = inspect_image(module, docker, image)
+    if error:
+        return {"image": image, "error": error}
     entry = cache.get(info["id"]) or {}
     order = {"static": ["static"], "runtime": ["runtime"], "auto": ["static", "runtime"]}[p["method"]]
     facts, used, cached, errors = None, None, False, []
@@ -278,6 +319,8 @@ def main():
             this = runtime_probe(module, docker, info, p["architectures"], p["timeout"])
         if not from_cache and not this.get("refused") and not this.get("timed_out"):
             entry[method] = this
+            cache[info["id"]] = entry
+            cache["_dirty"] = True
         facts, used, cached = this, method, from_cache
         if method == "static" and p["method"] == "auto" and (this.get("native") or not this.get("engine")):
             break  # static decided: an engine with a readable registry, or no engine at all
@@ -287,13 +330,7 @@ def main():
     res["errors"] = errors + [e for e in res["errors"] if e not in errors]
     res["cached"] = cached
     res["seconds"] = round(time.time() - started, 3)
-    if p["cache_file"] and not module.check_mode and not cached:
-        cache[info["id"]] = entry
-        problem = _cache.save(p["cache_file"], cache)
-        if problem:
-            module.warn(problem)
-    res["ansible_facts"] = {"sparkops_engine_probe": dict(res)}
-    module.exit_json(changed=False, **res)
+    return res
 
 
 if __name__ == "__main__":

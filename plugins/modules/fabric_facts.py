@@ -75,6 +75,11 @@ options:
     description: Seconds to wait for each peer.
     type: float
     default: 3
+  env_file:
+    description:
+      - Write the derived environment to this file (mode 0644, its directory created), only when
+        its content differs - C(changed) then. Empty writes nothing.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -143,6 +148,7 @@ ansible_facts:
 """
 
 import hashlib
+import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -181,6 +187,7 @@ def main():
             peers=dict(type="list", elements="str", default=[]),
             peer_port=dict(type="int", default=22),
             peer_timeout=dict(type="float", default=3),
+            env_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -212,7 +219,33 @@ def main():
         "devices": rdma, "env": dict(pairs), "env_file_content": content,
         "env_sha256": hashlib.sha256(content.encode("utf-8")).hexdigest(), "peers": peers,
     }
-    module.exit_json(changed=False, ansible_facts={"sparkops_fabric": facts})
+    changed = False
+    if p["env_file"]:
+        changed = write_if_changed(module, p["env_file"], content)
+    module.exit_json(changed=changed, ansible_facts={"sparkops_fabric": facts})
+
+
+def write_if_changed(module, path, content):
+    try:
+        with open(path) as f:
+            if f.read() == content:
+                return False
+    except (IOError, OSError):
+        pass
+    if module.check_mode:
+        return True
+    try:
+        directory = os.path.dirname(path)
+        if directory and not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(content)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write the fabric environment to %s: %s" % (path, exc))
+    return True
 
 
 if __name__ == "__main__":

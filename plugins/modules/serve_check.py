@@ -55,6 +55,10 @@ options:
     description: Prompt of the smoke-test completion; empty skips it.
     type: str
     default: "The capital of France is"
+  check_port:
+    description: With O(phase=precheck), check that O(port) is free (the host that serves HTTP).
+    type: bool
+    default: true
   log_lines:
     description: Container log lines shown when the engine fails.
     type: int
@@ -80,8 +84,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 container:
-  description: The container's name, running, status, image, started_at, exit_code (phase status; null when absent).
-  returned: when O(phase=status)
+  description: The container's name, running, status, image, spec (its C(sparkops.spec) label), started_at, exit_code; null when absent.
+  returned: when O(phase=status) or O(phase=precheck)
   type: dict
 health:
   description: HTTP status of C(/health), null when it did not answer (phase status).
@@ -125,6 +129,19 @@ def container_state(module, docker, name):
     return json.loads(out)
 
 
+def describe(module, docker, name, state):
+    """The container as the role needs it: running, status, image, its spec label; None if absent."""
+    if not state:
+        return None
+    rc, out, dummy = module.run_command([docker, "inspect", "--format",
+                                         "{{.Config.Image}} {{index .Config.Labels \"sparkops.spec\"}}", name],
+                                        environ_update=C_LOCALE)
+    image, dummy, spec = out.strip().partition(" ") if rc == 0 else ("", "", "")
+    return {"name": name, "running": bool(state.get("Running")), "status": state.get("Status"),
+            "image": image or None, "spec": spec or None, "started_at": state.get("StartedAt"),
+            "exit_code": state.get("ExitCode")}
+
+
 def logs(module, docker, name, n):
     dummy, out, err = module.run_command([docker, "logs", "--tail", str(n), name], environ_update=C_LOCALE)
     return [line for line in (out + err).splitlines() if line.strip()][-n:]
@@ -163,6 +180,7 @@ def main():
             timeout=dict(type="int", default=1800),
             prompt=dict(type="str", default="The capital of France is"),
             log_lines=dict(type="int", default=30),
+            check_port=dict(type="bool", default=True),
             docker_cli=dict(type="str", default="docker"),
         ),
         supports_check_mode=True,
@@ -172,25 +190,20 @@ def main():
     base = "http://%s:%d" % (p["address"], p["port"])
     host = socket.gethostname()
     state = container_state(module, docker, p["container"])
+    current = describe(module, docker, p["container"], state)
     if p["phase"] == "status":
-        res = {"changed": False, "endpoint": base + "/v1", "container": None, "health": None, "models": []}
-        if state:
-            rc, image, dummy = module.run_command([docker, "inspect", "--format", "{{.Config.Image}}",
-                                                   p["container"]], environ_update=C_LOCALE)
-            res["container"] = {"name": p["container"], "running": bool(state.get("Running")),
-                                "status": state.get("Status"), "image": image.strip() if rc == 0 else None,
-                                "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode")}
-            if state.get("Running"):
-                res["health"] = http("GET", base + "/health", timeout=3)[0]
-                code, text = http("GET", base + "/v1/models", timeout=3)
-                try:
-                    res["models"] = [m.get("id") for m in json.loads(text).get("data", [])] if code == 200 else []
-                except (ValueError, AttributeError):
-                    res["models"] = []
+        res = {"changed": False, "endpoint": base + "/v1", "container": current, "health": None, "models": []}
+        if state and state.get("Running"):
+            res["health"] = http("GET", base + "/health", timeout=3)[0]
+            code, text = http("GET", base + "/v1/models", timeout=3)
+            try:
+                res["models"] = [m.get("id") for m in json.loads(text).get("data", [])] if code == 200 else []
+            except (ValueError, AttributeError):
+                res["models"] = []
         module.exit_json(**res)
     if p["phase"] == "precheck":
-        if state and state.get("Running"):
-            module.exit_json(changed=False, endpoint=base, running=True)
+        if (state and state.get("Running")) or not p["check_port"]:
+            module.exit_json(changed=False, endpoint=base, container=current)
         try:
             socket.create_connection((p["address"], p["port"]), timeout=1).close()
             module.fail_json(msg="port %d on %s is in use by something other than %s: the engine could "
@@ -198,7 +211,7 @@ def main():
                                  "model_server_port" % (p["port"], host, p["container"], p["port"]),
                              endpoint=base)
         except (socket.error, IOError):
-            module.exit_json(changed=False, endpoint=base, running=False)
+            module.exit_json(changed=False, endpoint=base, container=current)
     if module.check_mode:
         module.exit_json(changed=False, endpoint=base, skipped_wait=True)
     deadline = time.time() + p["timeout"]

@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin behind sparkops.inference.report_write: writes on the controller only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import tempfile
+
+from ansible.plugins.action import ActionBase
+
+ARGUMENT_SPEC = dict(
+    dir=dict(type="path", required=True),
+    report=dict(type="dict", required=True),
+    names=dict(type="list", elements="str", required=True),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        directory = os.path.expanduser(args["dir"])
+        text = json.dumps(args["report"], indent=2, sort_keys=True) + "\n"
+        paths = [os.path.join(directory, n) for n in args["names"]]
+        result.update(changed=False, paths=paths)
+        try:
+            if not os.path.isdir(directory):
+                os.makedirs(directory, 0o755)
+            for path in paths:
+                fd, tmpname = tempfile.mkstemp(dir=directory, prefix=".report-")
+                with os.fdopen(fd, "w") as f:
+                    f.write(text)
+                os.chmod(tmpname, 0o644)
+                os.rename(tmpname, path)
+        except (IOError, OSError) as exc:
+            result.update(failed=True, msg="cannot write the deploy report to %s on the controller: %s "
+                                           "(set sparkops_report_dir)" % (directory, exc))
+        return result
