@@ -233,3 +233,23 @@ def test_runtime_output_parsing():
         127, "", 'exec: "python3": executable file not found in $PATH', "img")["errors"][0]
     assert "another CPU architecture" in parse_runtime_output(
         1, "", "exec /usr/bin/python3: exec format error", "img")["errors"][0]
+
+
+def test_versions_from_a_real_h200_python(fixture_text, tmp_path):
+    """Captured on a lent H200 host (tests/device/validate_probe.py): the runtime snippet's own
+    output, and torch's version.py read by the static probe, give the same torch/CUDA."""
+    facts = parse_runtime_output(0, fixture_text("h200-probe", "runtime-stdout.txt"), "", "host python")
+    assert facts["versions"]["torch"] == "2.11.0" and facts["versions"]["cuda"] == "13.0"
+    assert facts["versions"]["triton"] == "3.6.0" and facts["versions"]["transformers"] == "5.17.0"
+    assert facts["engine"] is None and any("no inference engine" in e for e in facts["errors"])
+    site = tmp_path / "opt/torch/.venv/lib/python3.12/site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "version.py").write_text(fixture_text("h200-probe", "torch-version.py"))
+    info = site / "torch-2.11.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n\nbody\n")
+    static = static_facts(LayerFS([str(tmp_path)]), {"Env": ["PATH=/opt/torch/.venv/bin:/usr/bin"]})
+    assert static["versions"]["torch"] == "2.11.0" and static["versions"]["cuda"] == "13.0"
+    recorded = json.loads(fixture_text("h200-probe", "probe.json"))["compare"]
+    assert all(v["static"] == v["runtime"] for v in recorded.values())
