@@ -129,7 +129,7 @@ class Handler(BaseHTTPRequestHandler):
         if req.get("model") not in (self.server.model_name, None):
             return self.reply(404, {"error": "The model `%s` does not exist." % req.get("model")})
         text = "lab stand-in answer from %d Ray actors on %s" % (
-            len(STATE["nodes"]), ", ".join(n["ip"] for n in STATE["nodes"]))
+            len(STATE["nodes"]), ", ".join(sorted(set(n["ip"] for n in STATE["nodes"]))))
         choice = {"index": 0, "finish_reason": "length"}
         if self.path == "/v1/completions":
             choice["text"] = text

@@ -29,12 +29,14 @@ def test_gpu_is_the_labelled_standin_with_gb10_formats(host):
     assert total == "[N/A]"
 
 
-def test_only_the_ray_containers_run_and_the_old_model_is_stopped(host):
+def test_only_ours_run_and_the_old_model_is_stopped(host):
     running = sorted(host.check_output("docker ps --format '{{.Names}}'").split())
-    role = "sparkops-ray-head" if host.ansible.get_variables()["inventory_hostname"] == "spark1" else "sparkops-ray-worker"
-    assert running == [role]
+    head = host.ansible.get_variables()["inventory_hostname"] == "spark1"
+    role = "sparkops-ray-head" if head else "sparkops-ray-worker"
+    ours = sorted([role] + (["sparkops-model-server"] if head else []))  # vLLM: the engine on the head
+    assert running == ours
     every = sorted(host.check_output("docker ps -a --format '{{.Names}}'").split())
-    assert every == sorted([role, "old-vllm", "embeddings-embed-1"])  # stopped, never removed
+    assert every == sorted(ours + ["old-vllm", "embeddings-embed-1"])  # stopped, never removed
     info = json.loads(host.check_output("docker inspect %s" % role))[0]
     assert info["State"]["Running"] and info["RestartCount"] == 0
     assert info["HostConfig"]["RestartPolicy"]["Name"] in ("no", "")  # no restart loops
