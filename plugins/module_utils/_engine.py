@@ -221,17 +221,29 @@ def vllm_registry(text):
 def sglang_entry_classes(text):
     """Class names a SGLang model module registers through EntryClass.
 
-    Source the controller's Python cannot parse (syntax of a newer Python than the host's) is
-    read with a pattern for the one assignment instead; None when neither finds the module's
-    shape.
+    Only the (last) module-level `EntryClass = ...` statement is parsed with ast - the modules
+    are long, the statement short. One the host's Python cannot parse is read with a pattern;
+    None when neither can read it.
     """
     text = text.lstrip("\ufeff")  # a BOM, as Python's own import accepts
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        m = re.search(r"^EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", text, re.M)
+    # Parse only the EntryClass statement (the modules are long; the assignment is near the
+    # end): from its first line, as many lines as make a complete statement.
+    found = list(re.finditer(r"^EntryClass\s*=", text, re.M))
+    if not found:
+        return []  # no module-level EntryClass: the module registers nothing
+    lines = text[found[-1].start():].splitlines()  # the last assignment is the one that counts
+    for n in range(1, min(len(lines), 200) + 1):
+        try:
+            tree = ast.parse("\n".join(lines[:n]))
+            break
+        except (SyntaxError, ValueError):
+            continue
+    else:
+        tree = None
+    if tree is None:
+        m = re.match(r"EntryClass\s*=\s*(\[[^\]]*\]|\([^)]*\)|[\w.]+)", "\n".join(lines))
         if not m:
-            return [] if "EntryClass" not in text else None
+            return None
         return [n.split(".")[-1] for n in re.findall(r"[A-Za-z_][\w.]*", m.group(1))]
     names = []
     for node in tree.body:
