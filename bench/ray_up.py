@@ -115,7 +115,7 @@ def main():
          "%.2f x hand recipe" % (med["ray_cold"] / med["hand"])),
         ("ray_rerun", "playbooks/ray.yml again, nothing to change", med["ray_rerun"],
          "%.2f x its cold run" % (med["ray_rerun"] / med["ray_cold"])),
-        ("deploy_cold", "deploy.yml (preflight, gpu_memory, fabric, ray), containers absent", med["deploy_cold"],
+        ("deploy_cold", "deploy.yml (all phases, images present), containers absent", med["deploy_cold"],
          "%.2f x hand recipe" % (med["deploy_cold"] / med["hand"])),
         ("deploy_rerun", "deploy.yml again, nothing to change", med["deploy_rerun"],
          "%.2f x its cold run" % (med["deploy_rerun"] / med["deploy_cold"])),
