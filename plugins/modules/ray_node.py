@@ -66,6 +66,12 @@ options:
       - C(address:port) that must be free (nothing listening) before this host's Ray container
         starts - the head's GCS port. Checked only when this role's container is not running.
     type: str
+  env_file:
+    description:
+      - The fabric environment file the container reads; its SHA-256 is returned (null when the
+        file does not exist), so the container's spec is the same whether or not the fabric facts
+        were gathered in this run.
+    type: path
   make_dirs:
     description: Directories to create (mode 0755) when missing - bind-mount sources of the container.
     type: list
@@ -92,6 +98,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+env_file_sha256:
+  description: SHA-256 of O(env_file), null when it does not exist.
+  returned: always
+  type: str
 container:
   description: This host's Ray container as it is now, or null when there is none.
   returned: always
@@ -113,6 +123,7 @@ ray_version:
   sample: 2.60.0
 """
 
+import hashlib
 import os
 import socket
 import tempfile
@@ -211,6 +222,7 @@ def main():
             free_port=dict(type="str"),
             cache_file=dict(type="path", default="/var/lib/sparkops/ray-image-checks.json"),
             make_dirs=dict(type="list", elements="path", default=[]),
+            env_file=dict(type="path"),
             docker_cli=dict(type="str", default="docker"),
         ),
         required_if=[("check_image", True, ["image"])],
@@ -222,6 +234,13 @@ def main():
     if p["token"]:
         result["token_changed"] = ensure_token(module, p["token"], p["token_file"])
         result["changed"] = result["token_changed"]
+    result["env_file_sha256"] = None
+    if p["env_file"]:
+        try:
+            with open(p["env_file"], "rb") as f:
+                result["env_file_sha256"] = hashlib.sha256(f.read()).hexdigest()
+        except (IOError, OSError):
+            pass
     for directory in p["make_dirs"]:
         if not os.path.isdir(directory):
             result["changed"] = True

@@ -53,7 +53,7 @@ attributes:
 EXAMPLES = r"""
 - name: Write the report
   sparkops.inference.report_write:
-    dir: ./sparkops-reports
+    dir: ~/.sparkops/reports
     report: "{{ report_data }}"
     names: [latest.json]
   run_once: true

@@ -74,7 +74,7 @@ def test_probe_module_static_runtime_cached(lab):
     assert rt["method"] == "runtime" and rt["supported"] is False
     assert any("torch" in e for e in rt["errors"]), rt["errors"]
     # an image without python, and one for another CPU
-    ssh(HOSTS[0], "docker pull -q %slab-nopython:1 %slab-vllm:0.17.0-arm64 >/dev/null" % (REG, REG))
+    ssh(HOSTS[0], "docker pull -q %slab-nopython:1 >/dev/null; docker pull -q %slab-vllm:0.17.0-arm64 >/dev/null" % (REG, REG))
     nopy = probe("lab-nopython:1", "runtime", "")
     assert "has no python3" in " ".join(nopy["errors"])
     arm = probe("lab-vllm:0.17.0-arm64", "runtime", "")
