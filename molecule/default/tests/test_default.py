@@ -64,4 +64,3 @@ def test_fabric_environment_file(host):
                if "=" in line and not line.startswith("#"))
     assert env["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1" and env["NCCL_IB_DISABLE"] == "1"
     assert env["VLLM_HOST_IP"] == env["RAY_NODE_IP_ADDRESS"] == fabric
-
