@@ -9,9 +9,9 @@ __metaclass__ = type
 
 import json
 import os
-import tempfile
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
 
 ARGUMENT_SPEC = dict(
     dir=dict(type="path", required=True),
@@ -32,14 +32,8 @@ class ActionModule(ActionBase):
         paths = [os.path.join(directory, n) for n in args["names"]]
         result.update(changed=False, paths=paths)
         try:
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
             for path in paths:
-                fd, tmpname = tempfile.mkstemp(dir=directory, prefix=".report-")
-                with os.fdopen(fd, "w") as f:
-                    f.write(text)
-                os.chmod(tmpname, 0o644)
-                os.rename(tmpname, path)
+                atomic_write(path, text)
         except (IOError, OSError) as exc:
             result.update(failed=True, msg="cannot write the deploy report to %s on the controller: %s "
                                            "(set sparkops_report_dir)" % (directory, exc))

@@ -53,7 +53,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
     EngineError,
-    docker_platform,
+    host_inputs,
     select,
     table_text,
 )
@@ -72,25 +72,13 @@ def engine_probe_map(probe, pull):
         if entry.get("id") is None and not entry.get("error"):  # check mode: would be pulled
             out[entry["image"]] = {"pending": True}
     for res in (probe or {}).get("probes") or []:  # engine_probe with images
-        out[res["image"]] = {"error": res["error"]} if res.get("error") else dict(res)
-    for res in (probe or {}).get("results") or []:  # engine_probe in a loop
-        if res.get("failed"):
-            out[res["item"]] = {"error": res.get("msg") or "the probe failed"}
-        elif not res.get("skipped"):
-            out[res["item"]] = dict((k, v) for k, v in res.items() if k not in DROP)
+        out[res["image"]] = {"error": res["error"]} if res.get("error") else dict(
+            (k, v) for k, v in res.items() if k not in DROP)
     return out
 
 
 def engine_select(candidates, hosts, hostvars, need_ray=True):
-    probes, platforms = {}, {}
-    for host in hosts:
-        hv = hostvars[host]
-        machine = ((hv.get("ansible_facts") or {}).get("sparkops_host") or {}).get("architecture") \
-            or (hv.get("sparkops_host") or {}).get("architecture")
-        if machine:
-            platforms[host] = docker_platform(machine)
-        for image, res in (hv.get("sparkops_engine_probes") or {}).items():
-            probes.setdefault(image, {})[host] = res
+    probes, platforms = host_inputs(hosts, hostvars)
     try:
         selected, rows = select(list(candidates), probes, platforms, need_ray)
     except EngineError as exc:

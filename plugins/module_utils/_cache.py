@@ -8,7 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
+
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
 
 
 def load(path):
@@ -23,13 +24,7 @@ def load(path):
 def save(path, data):
     """Write atomically; returns an error text or None (a cache that cannot be written is not fatal)."""
     try:
-        directory = os.path.dirname(path)
-        if directory and not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f, sort_keys=True)
-        os.rename(tmp, path)
+        atomic_write(path, json.dumps(data, sort_keys=True))
     except (IOError, OSError) as exc:
         return "could not write the cache %s: %s" % (path, exc)
     return None

@@ -17,6 +17,8 @@ import json
 import posixpath
 import re
 
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import host_platform, same_platform
+
 # bump when what a static probe returns changes: cached results of older probes are ignored
 PROBE_VERSION = 3
 
@@ -34,7 +36,6 @@ VLLM_REGISTRY = "model_executor/models/registry.py"
 SGLANG_MODELS = "srt/models"
 FALLBACK_MODULE = "transformers"  # vLLM's generic backend lives in models/transformers*
 SGLANG_FALLBACK = "TransformersForCausalLM"
-VERDICTS = ("native", "fallback", "unsupported")
 
 SITE_GLOBS = [
     "/usr/lib/python3/dist-packages",
@@ -420,13 +421,6 @@ def model_architectures(text, path):
 
 # ----------------------------------------------------------------------------- selection
 
-DOCKER_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-
-
-def docker_platform(machine):
-    return "linux/" + DOCKER_ARCH.get(machine, machine)
-
-
 def candidate_problems(image, per_host, host_platforms, need_ray):
     """Why a candidate cannot serve the model (empty list: it can).
 
@@ -450,7 +444,7 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
                                     for h, r in sorted(ok.items())))
     for h, r in sorted(ok.items()):
         want = host_platforms.get(h)
-        if want and r.get("platform") and r["platform"] != want:
+        if want and r.get("platform") and not same_platform(r["platform"], want):
             problems.append("built for %s, %s is %s" % (r["platform"], h, want))
             break
     first = ok[sorted(ok)[0]]
@@ -501,6 +495,36 @@ def select(candidates, probes, host_platforms, need_ray):
             "reasons": problems,
         })
     return selected, rows
+
+
+def host_inputs(hosts, hostvars):
+    """(probes: image -> host -> result, platforms: host -> 'linux/<arch>') from each host's
+    sparkops_engine_probes and sparkops_host.architecture (facts, or a plain variable)."""
+    probes, platforms = {}, {}
+    for host in hosts:
+        hv = hostvars[host]
+        machine = ((hv.get("ansible_facts") or {}).get("sparkops_host") or {}).get("architecture") \
+            or (hv.get("sparkops_host") or {}).get("architecture")
+        if machine:
+            platforms[host] = host_platform(machine)
+        for image, res in (hv.get("sparkops_engine_probes") or {}).items():
+            probes.setdefault(image, {})[host] = res
+    return probes, platforms
+
+
+def pending(rows):
+    """Whether a candidate could not be judged because check mode pulled nothing."""
+    return any("check mode pulls nothing" in reason for r in rows for reason in r["reasons"])
+
+
+def no_candidate_message(architectures, hosts, rows, need_ray):
+    """What a deploy says when no candidate can serve the model (nothing was stopped yet)."""
+    return "\n".join(
+        ["No candidate image can serve %s on %s (nothing was stopped):"
+         % (", ".join(architectures), ", ".join(hosts))]
+        + table_text(rows)
+        + ["Add an image that carries the model's architecture natively%s to engine_image_candidates."
+           % (" and Ray" if need_ray else "")])
 
 
 def table_text(rows):

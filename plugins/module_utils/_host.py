@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import C_LOCALE, Docker  # noqa: F401
 from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
     GpuParseError,
     gpu_summary,
@@ -23,7 +24,6 @@ from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
 )
 
 NVIDIA_SMI_DIRS = ["/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin"]
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 
 def read_file(path):
@@ -50,11 +50,10 @@ def find_nvidia_smi(module, path, extra_dirs=None):
 
 
 def container_names(module, docker_cli):
-    docker = module.get_bin_path(docker_cli)
-    if not docker:
+    docker = Docker(module, docker_cli, required=False)
+    if not docker.bin:
         return {}
-    rc, out, dummy = module.run_command([docker, "ps", "--no-trunc", "--format",
-                                         "{{.ID}} {{.Names}}"], environ_update=C_LOCALE)
+    rc, out, dummy = docker.run(["ps", "--no-trunc", "--format", "{{.ID}} {{.Names}}"])
     return parse_docker_ps(out) if rc == 0 else {}
 
 

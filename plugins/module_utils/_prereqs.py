@@ -9,7 +9,10 @@ __metaclass__ = type
 
 import json
 
-ARCH_ALIASES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import architecture
+
+# uname -m -> the platform architecture images use (linux/<this>)
+docker_arch = architecture
 
 
 def parse_docker_info(text):
@@ -25,11 +28,6 @@ def parse_docker_info(text):
         "architecture": data.get("Architecture"),
         "server_errors": list(data.get("ServerErrors") or []),
     }
-
-
-def docker_arch(machine):
-    """uname -m -> the platform architecture images use (linux/<this>)."""
-    return ARCH_ALIASES.get((machine or "").lower(), machine)
 
 
 def evaluate(info, min_free_gib, require_gpu_runtime):

@@ -15,6 +15,12 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import (  # noqa: F401 (version_tuple: for callers)
+    DockerError,
+    parse_ps_json,
+    version_tuple,
+)
+
 _RESOURCE_RE = re.compile(r"^\s*([0-9.]+[A-Za-z]*)/([0-9.]+[A-Za-z]*)\s+(\S+)")
 _NODE_RE = re.compile(r"^\s*(\d+)\s+(\S+)")
 
@@ -212,34 +218,18 @@ def cluster_summary(nodes, expected):
 SPEC_LABEL = "sparkops.spec"
 
 
-def _label(labels, key):
-    """One label from docker ps's 'k=v,k=v' string (values may hold commas; ours are hex)."""
-    m = re.search(r"(?:^|,)%s=([0-9a-f]+)(?:,|$)" % re.escape(key), labels or "")
-    return m.group(1) if m else None
+def container_rows(rows):
+    """_docker.parse_ps_json rows -> [{name, image, command, running, status, spec}]."""
+    return [{"name": r["name"], "image": r["image"], "command": r["command"], "running": r["running"],
+             "status": r["status"], "spec": r["labels"].get(SPEC_LABEL)} for r in rows]
 
 
 def parse_docker_ps_json(text):
-    """``docker ps -a --no-trunc --format '{{json .}}'`` -> [{name, image, command, running, status}]."""
-    containers = []
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            c = json.loads(line)
-        except ValueError:
-            raise RayParseError("docker ps printed a line that is not JSON: %r" % line[:200])
-        status = c.get("Status") or ""
-        state = c.get("State") or ("running" if status.startswith("Up") else "exited")
-        containers.append({
-            "name": (c.get("Names") or "").split(",")[0],
-            "image": c.get("Image"),
-            "command": (c.get("Command") or "").strip('"'),
-            "running": state == "running",
-            "status": status,
-            "spec": _label(c.get("Labels"), SPEC_LABEL),
-        })
-    return containers
+    """``docker ps -a --no-trunc --format '{{json .}}'`` -> container_rows()."""
+    try:
+        return container_rows(parse_ps_json(text))
+    except DockerError as exc:
+        raise RayParseError(str(exc))
 
 
 def classify_containers(containers, ours, others_of_ours):
@@ -256,17 +246,6 @@ def classify_containers(containers, ours, others_of_ours):
         elif c["name"] not in others_of_ours and "ray start" in c["command"] and c["running"]:
             stale.append(c["name"])
     return mine, sorted(stale)
-
-
-def version_tuple(text):
-    """'2.60.0' -> (2, 60, 0); '2.52.0rc1' -> (2, 52, 0)."""
-    parts = []
-    for piece in (text or "").strip().split("."):
-        m = re.match(r"^(\d+)", piece)
-        if not m:
-            break
-        parts.append(int(m.group(1)))
-    return tuple(parts)
 
 
 def image_ray_problem(image, rc, stdout, stderr, need_auth, min_version):

@@ -175,40 +175,32 @@ from ansible_collections.sparkops.inference.plugins.module_utils import _cache
 from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
     PROBE_VERSION,
     RUNTIME_SNIPPET,
-    docker_platform,
     parse_runtime_output,
     result,
     static_facts,
 )
-from ansible_collections.sparkops.inference.plugins.module_utils._docker_api import DockerApiError, request
-from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import (
+    Docker,
+    DockerError,
+    host_platform,
+    image_facts,
+    same_platform,
+)
 from ansible_collections.sparkops.inference.plugins.module_utils._image_fs import LayerFS, TarFS
 
 
-def inspect_image(module, docker, image):
+def inspect_image(docker, image):
     """(image info, None) or (None, why it cannot be probed)."""
     if not image.strip():
         return None, "image is empty: expected an image reference such as lmsysorg/sglang:spark"
-    rc, out, err = module.run_command([docker, "image", "inspect", image], environ_update=C_LOCALE)
-    if rc != 0:
-        text = (err or out).strip()
+    data, text = docker.image_inspect(image)
+    if data is None:
         if "invalid reference format" in text or "invalid repository name" in text:
             return None, ("%r is not a valid image reference (%s): expected "
                           "[registry/]repository[:tag|@sha256:digest]" % (image, text))
         return None, ("the image %s is not on this host (%s): pull it first "
                       "(sparkops.inference.engine_pull, or the engine_image role)" % (image, text[-300:]))
-    data = json.loads(out)[0]
-    repo = image.split("@")[0]
-    last = repo.rsplit("/", 1)[-1]
-    if ":" in last:
-        repo = repo[:len(repo) - len(last)] + last.split(":")[0]
-    digests = data.get("RepoDigests") or []
-    digest = next((d for d in digests if d.split("@")[0] == repo), digests[0] if digests else None)
-    plat = "%s/%s" % (data.get("Os") or "linux", data.get("Architecture") or "?")
-    if data.get("Variant"):
-        plat += "/" + data["Variant"]
-    return {"image": image, "id": data.get("Id"), "digest": digest, "platform": plat,
-            "config": data.get("Config") or {}, "graph": data.get("GraphDriver") or {}}, None
+    return image_facts(image, data), None
 
 
 def static_probe(module, docker, info, reader):
@@ -219,38 +211,36 @@ def static_probe(module, docker, info, reader):
         if all(os.path.isdir(d) for d in layers):
             return static_facts(LayerFS(layers), info["config"])
     # other storage drivers: stream the file system of a created (never started) container
-    rc, cid, err = module.run_command([docker, "create", "--entrypoint", "/", info["id"]],
-                                      environ_update=C_LOCALE)
+    rc, cid, err = docker.run(["create", "--entrypoint", "/", info["id"]])
     if rc != 0:
         module.fail_json(msg="docker create of %s (to read its files) failed: %s"
                              % (info["image"], err.strip()[-300:]))
     cid = cid.strip()
     try:
-        resp = request("GET", "/containers/%s/export" % cid)
+        resp = docker.api.request("GET", "/containers/%s/export" % cid)
         with tarfile.open(fileobj=resp, mode="r|") as tar:
             fs = TarFS(tar)
-    except (DockerApiError, tarfile.TarError) as exc:
+    except (DockerError, tarfile.TarError) as exc:
         module.fail_json(msg="reading the files of %s (docker export) failed: %s" % (info["image"], exc))
     finally:
-        module.run_command([docker, "rm", "-f", cid], environ_update=C_LOCALE)
+        docker.rm(cid)
     return static_facts(fs, info["config"])
 
 
 def runtime_probe(module, docker, info, archs, timeout):
-    host = docker_platform(os.uname()[4])
-    if info["platform"].split("/")[:2] != host.split("/")[:2]:
+    host = host_platform(os.uname()[4])
+    if not same_platform(info["platform"], host):
         return {"engine": None, "native": [], "fallback": [], "removed": {}, "versions": {},
                 "errors": ["the image %s is built for %s and this host is %s: it cannot run here "
                            "(a runtime probe needs to run it; the static probe does not)"
                            % (info["image"], info["platform"], host)],
                 "undecided": True, "refused": True}
     name = "sparkops-probe-%d" % os.getpid()
-    argv = [module.get_bin_path("timeout", required=True), "-k", "10", str(timeout),
-            docker, "run", "--rm", "--name", name, "--network", "none", "--entrypoint", "python3", info["id"],
-            "-c", RUNTIME_SNIPPET, json.dumps(archs)]
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    rc, out, err = docker.run_bounded(timeout, [
+        "run", "--rm", "--name", name, "--network", "none", "--entrypoint", "python3", info["id"],
+        "-c", RUNTIME_SNIPPET, json.dumps(archs)])
     if rc in (124, 137):
-        module.run_command([docker, "rm", "-f", name], environ_update=C_LOCALE)
+        docker.rm(name)
         return {"engine": None, "native": [], "fallback": [], "removed": {}, "versions": {},
                 "errors": ["the runtime probe of %s did not finish within %d s" % (info["image"], timeout)],
                 "undecided": True, "timed_out": True}
@@ -274,10 +264,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    docker = module.get_bin_path(p["docker_cli"])
-    if not docker:
-        module.fail_json(msg="the Docker CLI %r is not on this host's PATH: install Docker or set "
-                             "docker_cli" % p["docker_cli"])
+    docker = Docker(module, p["docker_cli"])
     cache = _cache.load(p["cache_file"]) if p["cache_file"] else {}
     if p["image"] is not None:
         res = probe_one(module, docker, p["image"], p, cache)
@@ -302,7 +289,7 @@ def save_cache(module, p, cache):
 def probe_one(module, docker, image, p, cache):
     """The answer for one image, or {image, error} when it cannot be probed."""
     started = time.time()
-    info, error = inspect_image(module, docker, image)
+    info, error = inspect_image(docker, image)
     if error:
         return {"image": image, "error": error}
     entry = cache.get(info["id"]) or {}

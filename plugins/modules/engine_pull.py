@@ -99,24 +99,20 @@ failed_images:
   type: dict
 """
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 
 NO_RETRY = ("invalid reference format", "manifest unknown", "not found", "repository does not exist",
             "pull access denied", "unauthorized", "denied")
 
 
-def describe(module, docker, image):
-    rc, out, dummy = module.run_command([docker, "image", "inspect", image], environ_update=C_LOCALE)
-    if rc != 0:
+def describe(docker, image):
+    facts = docker.image(image)
+    if facts is None:
         return None
-    data = json.loads(out)[0]
-    digests = data.get("RepoDigests") or []
-    return {"id": data.get("Id"), "digest": digests[0] if digests else None,
-            "platform": "%s/%s" % (data.get("Os") or "linux", data.get("Architecture") or "?")}
+    return {"id": facts["id"], "digest": facts["digest"], "platform": facts["platform"]}
 
 
 def reason(image, text, timed_out, attempts, timeout):
@@ -137,8 +133,8 @@ def reason(image, text, timed_out, attempts, timeout):
     return "pulling %s failed after %d attempts: %s" % (image, attempts, text.strip()[-300:])
 
 
-def pull(module, docker, timeout_bin, image, p):
-    before = describe(module, docker, image)
+def pull(module, docker, image, p):
+    before = describe(docker, image)
     entry = {"image": image, "present_before": before is not None, "pulled": False, "error": None,
              "attempts": 0, "seconds": 0.0, "log": []}
     entry.update(before or {"id": None, "digest": None, "platform": None})
@@ -152,8 +148,7 @@ def pull(module, docker, timeout_bin, image, p):
         entry["attempts"] = attempt
         t0 = time.time()
         # coreutils timeout ends the client; Docker then abandons the pull and keeps the layers
-        rc, out, err = module.run_command([timeout_bin, "-k", "10", str(p["timeout"]), docker, "pull", "-q",
-                                           image], environ_update=C_LOCALE)
+        rc, out, err = docker.run_bounded(p["timeout"], ["pull", "-q", image])
         timed_out = rc in (124, 137)
         text = (out or "") + (err or "")
         if not timed_out and rc == 0:
@@ -168,7 +163,7 @@ def pull(module, docker, timeout_bin, image, p):
             time.sleep(delay)
             delay *= 2
     entry["seconds"] = round(time.time() - started, 1)
-    after = describe(module, docker, image)
+    after = describe(docker, image)
     if after and not timed_out and rc == 0:
         entry.update(after)
         entry["pulled"] = before is None or before["id"] != after["id"]
@@ -196,11 +191,8 @@ def main():
     if p["timeout"] < 1 or p["retries"] < 0 or p["backoff"] < 0:
         module.fail_json(msg="timeout must be >= 1, retries and backoff >= 0; found timeout=%s "
                              "retries=%s backoff=%s" % (p["timeout"], p["retries"], p["backoff"]))
-    docker = module.get_bin_path(p["docker_cli"])
-    if not docker:
-        module.fail_json(msg="the Docker CLI %r is not on this host's PATH" % p["docker_cli"])
-    timeout_bin = module.get_bin_path("timeout", required=True)
-    images = [pull(module, docker, timeout_bin, image, p) for image in p["images"]]
+    docker = Docker(module, p["docker_cli"])
+    images = [pull(module, docker, image, p) for image in p["images"]]
     failed = dict((e["image"], e["error"]) for e in images if e["error"])
     changed = any(e["pulled"] for e in images) or (module.check_mode and any(
         not e["present_before"] for e in images))

@@ -23,7 +23,8 @@ description:
     port twice; NCCL wants both).
   - Derives the environment every engine container gets (NCCL/GLOO/TP/UCX/OMPI interfaces,
     NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_DISABLE, the node addresses for Ray and vLLM, memory and
-    affinity settings) and returns it with the file content to write.
+    affinity settings) and returns it with the file content to write (it writes nothing - the
+    fabric role writes the file with M(sparkops.inference.host_files)).
   - No RDMA at all is reported (sockets only) unless O(require_rdma=true).
   - A fabric interface that is down is reported (C(interface.up) false), not failed.
   - With O(peers), also checks that each peer answers on O(peer_port) over the fabric (a refused
@@ -75,11 +76,6 @@ options:
     description: Seconds to wait for each peer.
     type: float
     default: 3
-  env_file:
-    description:
-      - Write the derived environment to this file (mode 0644, its directory created), only when
-        its content differs - C(changed) then. Empty writes nothing.
-    type: path
 attributes:
   check_mode:
     support: full
@@ -148,10 +144,10 @@ ansible_facts:
 """
 
 import hashlib
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
 from ansible_collections.sparkops.inference.plugins.module_utils._fabric import (
     FabricError,
     choose_interface,
@@ -187,13 +183,12 @@ def main():
             peers=dict(type="list", elements="str", default=[]),
             peer_port=dict(type="int", default=22),
             peer_timeout=dict(type="float", default=3),
-            env_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     ip = module.get_bin_path("ip", required=True)
-    rc, out, err = module.run_command([ip, "-j", "addr", "show"], environ_update={"LANG": "C", "LC_ALL": "C"})
+    rc, out, err = module.run_command([ip, "-j", "addr", "show"], environ_update=C_LOCALE)
     if rc != 0:
         module.fail_json(msg="ip -j addr show failed (exit %d): %s" % (rc, err.strip()))
     try:
@@ -219,33 +214,7 @@ def main():
         "devices": rdma, "env": dict(pairs), "env_file_content": content,
         "env_sha256": hashlib.sha256(content.encode("utf-8")).hexdigest(), "peers": peers,
     }
-    changed = False
-    if p["env_file"]:
-        changed = write_if_changed(module, p["env_file"], content)
-    module.exit_json(changed=changed, ansible_facts={"sparkops_fabric": facts})
-
-
-def write_if_changed(module, path, content):
-    try:
-        with open(path) as f:
-            if f.read() == content:
-                return False
-    except (IOError, OSError):
-        pass
-    if module.check_mode:
-        return True
-    try:
-        directory = os.path.dirname(path)
-        if directory and not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(content)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot write the fabric environment to %s: %s" % (path, exc))
-    return True
+    module.exit_json(changed=False, ansible_facts={"sparkops_fabric": facts})
 
 
 if __name__ == "__main__":

@@ -142,6 +142,8 @@ import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._containers import preflight_run_args
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 from ansible_collections.sparkops.inference.plugins.module_utils._fabric import judge_transport, parse_nccl_log
 
 SCRIPT = r"""
@@ -198,21 +200,13 @@ def main():
         supports_check_mode=False,
     )
     p = module.params
-    docker = module.get_bin_path(p["docker_cli"], required=True)
-    timeout_bin = module.get_bin_path("timeout", required=True)
+    docker = Docker(module, p["docker_cli"])
     backend = p["backend"] if p["backend"] != "auto" else ("nccl" if p["gpus"] else "gloo")
-    module.run_command([docker, "rm", "-f", p["name"]])  # a leftover of an earlier run
-    argv = [timeout_bin, "-k", "5", str(p["timeout"] + 15), docker, "run", "--rm", "--name", p["name"],
-            "--network", "host", "--ipc", "host", "--env-file", p["env_file"], "-e", "NCCL_DEBUG=INFO"]
-    if p["gpus"]:
-        argv += ["--gpus", "all"]
-    argv += p["docker_args"] + [p["image"], "timeout", "-k", "5", str(p["timeout"]), "python3", "-c", SCRIPT,
-                                str(p["rank"]), str(p["world_size"]), p["master_address"], str(p["master_port"]),
-                                str(p["size_mib"]), str(p["iterations"]), backend, str(p["timeout"])]
+    docker.rm(p["name"])  # a leftover of an earlier run
     t0 = time.time()
-    rc, out, err = module.run_command(argv, environ_update={"LANG": "C", "LC_ALL": "C"})
+    rc, out, err = docker.run_bounded(p["timeout"] + 15, preflight_run_args(p, backend, SCRIPT), kill_after=5)
     seconds = round(time.time() - t0, 1)
-    module.run_command([docker, "rm", "-f", p["name"]])  # gone even when it ran over
+    docker.rm(p["name"])  # gone even when it ran over
     tail = (out + err).strip().splitlines()[-12:]
     result = None
     for line in out.splitlines():

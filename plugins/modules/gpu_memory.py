@@ -175,8 +175,10 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
 from ansible_collections.sparkops.inference.plugins.module_utils._gpu import GpuParseError
-from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE, read_gpu_facts
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import C_LOCALE, Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._host import read_gpu_facts
 from ansible_collections.sparkops.inference.plugins.module_utils._memory import (
     RecordError,
     add_to_record,
@@ -197,7 +199,8 @@ class Host(object):
 
     def __init__(self, module):
         self.module = module
-        self.docker = module.get_bin_path(module.params["docker_cli"])
+        self.dock = Docker(module, module.params["docker_cli"], required=False)
+        self.docker = self.dock.bin
         self.systemctl = module.get_bin_path("systemctl")
 
     def run(self, argv):
@@ -209,25 +212,15 @@ class Host(object):
                                   "containers were asked for" % self.module.params["docker_cli"])
 
     def container(self, name):
-        rc, out, dummy = self.run([self.docker, "inspect", "--type", "container", "--format",
-                                   "{{.Id}} {{.State.Running}} {{.Name}}", name])
-        if rc != 0:
+        doc = self.dock.container(name)
+        if doc is None:
             return {"name": name, "id": None, "exists": False, "running": False}
-        cid, running, cname = out.strip().split(" ", 2)
-        return {"name": cname.lstrip("/"), "id": cid, "exists": True, "running": running == "true"}
+        return {"name": doc.get("Name", name).lstrip("/"), "id": doc.get("Id"), "exists": True,
+                "running": bool((doc.get("State") or {}).get("Running"))}
 
     def compose(self, project):
-        rc, out, err = self.run([self.docker, "ps", "-a", "--no-trunc", "--filter",
-                                 "label=com.docker.compose.project=%s" % project,
-                                 "--format", "{{.ID}} {{.State}} {{.Names}}"])
-        if rc != 0:
-            self.module.fail_json(msg="cannot list compose project %s: %s" % (project, err.strip()))
-        members = []
-        for line in out.splitlines():
-            parts = line.split(" ", 2)
-            if len(parts) == 3:
-                members.append({"id": parts[0], "running": parts[1] == "running", "name": parts[2]})
-        return members
+        return [{"id": r["id"], "running": r["running"], "name": r["name"]} for r in
+                self.dock.ps(all=True, filters=["label=com.docker.compose.project=%s" % project])]
 
     def unit(self, name):
         if not self.systemctl:
@@ -288,12 +281,11 @@ def read_record(module, path, must_exist):
 
 
 def write_record(module, path, record):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    with open(path + ".tmp", "w") as f:
-        json.dump(record, f, indent=2, sort_keys=True)
-    os.rename(path + ".tmp", path)
+    try:
+        atomic_write(path, json.dumps(record, indent=2, sort_keys=True))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write the record of stopped services to %s: %s (nothing more is "
+                             "stopped until it can be written)" % (path, exc))
 
 
 def gpu_facts(module):

@@ -87,8 +87,8 @@ import platform
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, architecture
 from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import (
-    docker_arch,
     evaluate,
     parse_docker_info,
 )
@@ -123,12 +123,11 @@ def main():
         supports_check_mode=True,
     )
     info = {"python": sys.executable, "python_requests": has_requests(),
-            "architecture": docker_arch(platform.machine()), "docker": None}
-    docker = module.get_bin_path(module.params["docker_cli"])
-    info["docker_cli"] = docker
-    if docker:
-        rc, out, err = module.run_command([docker, "info", "--format", "{{json .}}"],
-                                          environ_update={"LANG": "C", "LC_ALL": "C"})
+            "architecture": architecture(platform.machine()), "docker": None}
+    docker = Docker(module, module.params["docker_cli"], required=False)
+    info["docker_cli"] = docker.bin
+    if docker.bin:
+        rc, out, err = docker.run(["info", "--format", "{{json .}}"])
         try:
             parsed = parse_docker_info(out) if out.strip() else None
         except ValueError:

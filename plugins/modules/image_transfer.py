@@ -109,17 +109,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlencode
-from ansible_collections.sparkops.inference.plugins.module_utils._docker_api import DockerApiError, request
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, DockerError
 
 CHUNK = 1 << 20
 
 
-def image_ids(module, docker, images):
-    ids = {}
-    for image in images:
-        rc, out, dummy = module.run_command([docker, "image", "inspect", "--format", "{{.Id}}", image])
-        ids[image] = out.strip() if rc == 0 else None
-    return ids
+def image_ids(docker, images):
+    return dict((image, docker.image_id(image)) for image in images)
 
 
 def send(module, docker, p):
@@ -160,12 +156,12 @@ def send(module, docker, p):
             continue
         # chunk by chunk: a slow receiver throttles the save, nothing is held in memory
         try:
-            resp = request("GET", "/images/get?" + urlencode([("names", i) for i in p["images"]]),
-                           timeout=p["timeout"])
+            resp = docker.api.request("GET", "/images/get?" + urlencode([("names", i) for i in p["images"]]),
+                                      timeout=p["timeout"])
             for chunk in iter(lambda: resp.read(CHUNK), b""):
                 conn.sendall(chunk)
                 total += len(chunk)
-        except DockerApiError as exc:
+        except DockerError as exc:
             module.fail_json(msg="docker save of %s failed: %s" % (", ".join(p["images"]), exc), bytes=total)
         except socket.error as exc:
             module.fail_json(msg="the transfer to %s broke off: %s" % (peer[0], exc), bytes=total)
@@ -173,11 +169,11 @@ def send(module, docker, p):
             conn.close()
     srv.close()
     module.exit_json(changed=False, bytes=total, seconds=round(time.time() - started, 1),
-                     ids=image_ids(module, docker, p["images"]), skipped=skipped == served)
+                     ids=image_ids(docker, p["images"]), skipped=skipped == served)
 
 
 def receive(module, docker, p):
-    before = image_ids(module, docker, p["images"])
+    before = image_ids(docker, p["images"])
     have = all(before.get(i) and before[i] == p["expect_ids"].get(i) for i in p["images"])
     if module.check_mode:
         module.exit_json(changed=not have, bytes=0, seconds=0.0, ids=before, skipped=have)
@@ -205,10 +201,10 @@ def receive(module, docker, p):
             yield chunk
 
     try:
-        resp = request("POST", "/images/load?quiet=1", body=stream(), timeout=p["timeout"],
-                       headers={"Content-Type": "application/x-tar"})
+        resp = docker.api.request("POST", "/images/load?quiet=1", body=stream(), timeout=p["timeout"],
+                                  headers={"Content-Type": "application/x-tar"})
         out = resp.read().decode("utf-8", "replace")
-    except DockerApiError as exc:
+    except DockerError as exc:
         module.fail_json(msg="docker load failed after %d bytes: %s" % (counted[0], exc))
     except socket.error as exc:
         module.fail_json(msg="the image stream from %s broke off after %d bytes: %s" % (p["address"], counted[0], exc))
@@ -217,7 +213,7 @@ def receive(module, docker, p):
     if '"error"' in out:
         module.fail_json(msg="docker load failed after %d bytes: %s" % (counted[0], out[-500:]))
     total = counted[0]
-    after = image_ids(module, docker, p["images"])
+    after = image_ids(docker, p["images"])
     wrong = ["%s is %s, expected %s" % (i, after.get(i), p["expect_ids"].get(i)) for i in p["images"]
              if p["expect_ids"].get(i) and after.get(i) != p["expect_ids"][i]]
     if wrong:
@@ -242,10 +238,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    docker = module.get_bin_path(p["docker_cli"], required=True)
+    docker = Docker(module, p["docker_cli"])
     if p["mode"] == "send":
         if module.check_mode:
-            module.exit_json(changed=False, bytes=0, seconds=0.0, ids=image_ids(module, docker, p["images"]),
+            module.exit_json(changed=False, bytes=0, seconds=0.0, ids=image_ids(docker, p["images"]),
                              skipped=True)
         send(module, docker, p)
     receive(module, docker, p)

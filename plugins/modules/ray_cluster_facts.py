@@ -133,6 +133,7 @@ ansible_facts:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 from ansible_collections.sparkops.inference.plugins.module_utils._ray import (
     POLL_SNIPPET,
     RayParseError,
@@ -140,8 +141,6 @@ from ansible_collections.sparkops.inference.plugins.module_utils._ray import (
     parse_poll_output,
     parse_ray_status,
 )
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
 
 
 def main():
@@ -157,20 +156,17 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    docker = module.get_bin_path(p["docker_cli"], required=True)
+    docker = Docker(module, p["docker_cli"])
     name = p["container"]
     expected = dict((str(k), float(v)) for k, v in p["expected"].items())
     args = json.dumps({"address": p["gcs_address"], "timeout": p["wait_timeout"],
                        "nodes": len(expected), "gpus": sum(expected.values())})
 
-    rc, out, err = module.run_command([docker, "exec", name, "python3", "-c", POLL_SNIPPET, args],
-                                      environ_update=C_LOCALE)
+    rc, out, err = docker.run(["exec", name, "python3", "-c", POLL_SNIPPET, args])
     if rc != 0:
-        rc2, logs, logs_err = module.run_command([docker, "logs", "--tail", "15", name],
-                                                 environ_update=C_LOCALE)
         module.fail_json(msg="could not read the Ray cluster from container %s (exit %d): %s"
                          % (name, rc, (err or out).strip()[-800:]),
-                         head_logs=(logs + logs_err).strip().splitlines()[-15:])
+                         head_logs=docker.logs(name, 15))
     try:
         nodes, error, version = parse_poll_output(out)
     except RayParseError as exc:
@@ -181,8 +177,7 @@ def main():
     if error:
         facts["ready"] = False
     if p["ray_status"]:
-        rc, status_out, status_err = module.run_command([docker, "exec", name, "ray", "status"],
-                                                        environ_update=C_LOCALE)
+        rc, status_out, status_err = docker.run(["exec", name, "ray", "status"])
         try:
             facts["status"] = parse_ray_status(status_out) if rc == 0 else None
         except RayParseError:

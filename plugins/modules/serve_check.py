@@ -118,33 +118,19 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
-from ansible_collections.sparkops.inference.plugins.module_utils._host import C_LOCALE
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 
 
-def container_state(module, docker, name):
-    rc, out, dummy = module.run_command([docker, "inspect", "--format", "{{json .State}}", name],
-                                        environ_update=C_LOCALE)
-    if rc != 0:
-        return None
-    return json.loads(out)
-
-
-def describe(module, docker, name, state):
+def describe(doc):
     """The container as the role needs it: running, status, image, its spec label; None if absent."""
-    if not state:
+    if not doc:
         return None
-    rc, out, dummy = module.run_command([docker, "inspect", "--format",
-                                         "{{.Config.Image}} {{index .Config.Labels \"sparkops.spec\"}}", name],
-                                        environ_update=C_LOCALE)
-    image, dummy, spec = out.strip().partition(" ") if rc == 0 else ("", "", "")
-    return {"name": name, "running": bool(state.get("Running")), "status": state.get("Status"),
-            "image": image or None, "spec": spec or None, "started_at": state.get("StartedAt"),
-            "exit_code": state.get("ExitCode")}
-
-
-def logs(module, docker, name, n):
-    dummy, out, err = module.run_command([docker, "logs", "--tail", str(n), name], environ_update=C_LOCALE)
-    return [line for line in (out + err).splitlines() if line.strip()][-n:]
+    state = doc.get("State") or {}
+    config = doc.get("Config") or {}
+    return {"name": doc.get("Name", "").lstrip("/"), "running": bool(state.get("Running")),
+            "status": state.get("Status"), "image": config.get("Image") or None,
+            "spec": (config.get("Labels") or {}).get("sparkops.spec") or None,
+            "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode")}
 
 
 def http(method, url, body=None, timeout=5):
@@ -169,6 +155,106 @@ def started_at(state):
         return None
 
 
+def list_models(code, text):
+    """The model ids of a /v1/models answer ([] unless it is a 200 with a data list)."""
+    if code != 200:
+        return []
+    try:
+        return [m.get("id") for m in json.loads(text).get("data", [])]
+    except (ValueError, AttributeError):
+        return []
+
+
+def phase_status(module, base, doc):
+    """What runs and answers, changing nothing (status.yml)."""
+    res = {"changed": False, "endpoint": base + "/v1", "container": describe(doc), "health": None,
+           "models": []}
+    if doc and doc["State"].get("Running"):
+        res["health"] = http("GET", base + "/health", timeout=3)[0]
+        res["models"] = list_models(*http("GET", base + "/v1/models", timeout=3))
+    module.exit_json(**res)
+
+
+def phase_precheck(module, base, doc):
+    """The engine container as it is, and whether its port is free when it does not run."""
+    p = module.params
+    current = describe(doc)
+    if (doc and doc["State"].get("Running")) or not p["check_port"]:
+        module.exit_json(changed=False, endpoint=base, container=current)
+    try:
+        socket.create_connection((p["address"], p["port"]), timeout=1).close()
+    except (socket.error, IOError):
+        module.exit_json(changed=False, endpoint=base, container=current)
+    module.fail_json(msg="port %d on %s is in use by something other than %s: the engine could "
+                         "not bind it. Stop what listens there (ss -ltnp 'sport = :%d') or set "
+                         "model_server_port" % (p["port"], socket.gethostname(), p["container"], p["port"]),
+                     endpoint=base)
+
+
+def wait_served(module, docker, base):
+    """Poll until /health is 200 and /v1/models lists the served name; the container document
+    when it is ready. Fails when the engine exits or the timeout passes, with its last logs."""
+    p = module.params
+    host = socket.gethostname()
+    deadline = time.time() + p["timeout"]
+    last = "no answer yet"
+    while True:
+        doc = docker.container(p["container"])
+        state = (doc or {}).get("State") or {}
+        if not state.get("Running"):
+            module.fail_json(msg="the engine exited during start (container %s, exit code %s) on %s. "
+                                 "Its last log lines:\n%s" % (p["container"], state.get("ExitCode"), host,
+                                                              "\n".join(docker.logs(p["container"],
+                                                                                    p["log_lines"]))),
+                             endpoint=base)
+        code, text = http("GET", base + "/health")
+        if code == 200:
+            code, text = http("GET", base + "/v1/models")
+            if code == 200:
+                models = list_models(code, text)
+                if p["served_model_name"] and p["served_model_name"] not in models:
+                    module.fail_json(msg="the engine serves %s, not %s (served model name mismatch): set "
+                                         "model_server_served_name to what the engine is started with"
+                                     % (", ".join(models) or "no model", p["served_model_name"]),
+                                     endpoint=base, models=models)
+                return state, models
+            last = "/v1/models answered %s: %s" % (code, text[:200])
+        else:
+            last = "/health answered %s" % (code if code else text)
+        if time.time() > deadline:
+            module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
+                             % (p["timeout"], host, last,
+                                "\n".join(docker.logs(p["container"], p["log_lines"]))),
+                             endpoint=base)
+        time.sleep(0.5)
+
+
+def smoke_test(module, base, models, res):
+    """One short completion; fails with the engine's answer when it cannot give one."""
+    p = module.params
+    code, text = http("POST", base + "/v1/completions", {
+        "model": p["served_model_name"] or (models[0] if models else None),
+        "prompt": p["prompt"], "max_tokens": 8, "temperature": 0}, timeout=120)
+    try:
+        return json.loads(text)["choices"][0]["text"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        module.fail_json(msg="the engine is up but a completion failed (HTTP %s): %s"
+                         % (code, text[:500]), **res)
+
+
+def phase_ready(module, docker, base):
+    """Wait until the model is served, then send one completion (nothing in check mode)."""
+    if module.check_mode:
+        module.exit_json(changed=False, endpoint=base, skipped_wait=True)
+    state, models = wait_served(module, docker, base)
+    t0 = started_at(state)
+    res = {"changed": False, "endpoint": base + "/v1", "models": models,
+           "seconds_to_ready": round(time.time() - t0, 1) if t0 else None}
+    if module.params["prompt"]:
+        res["completion"] = smoke_test(module, base, models, res)
+    module.exit_json(**res)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -186,83 +272,16 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    docker = module.get_bin_path(p["docker_cli"], required=True)
+    docker = Docker(module, p["docker_cli"])
     base = "http://%s:%d" % (p["address"], p["port"])
-    host = socket.gethostname()
-    state = container_state(module, docker, p["container"])
-    current = describe(module, docker, p["container"], state)
+    if p["phase"] == "ready":
+        phase_ready(module, docker, base)
+    doc = docker.container(p["container"])
+    if doc is not None:
+        doc.setdefault("State", {})
     if p["phase"] == "status":
-        res = {"changed": False, "endpoint": base + "/v1", "container": current, "health": None, "models": []}
-        if state and state.get("Running"):
-            res["health"] = http("GET", base + "/health", timeout=3)[0]
-            code, text = http("GET", base + "/v1/models", timeout=3)
-            try:
-                res["models"] = [m.get("id") for m in json.loads(text).get("data", [])] if code == 200 else []
-            except (ValueError, AttributeError):
-                res["models"] = []
-        module.exit_json(**res)
-    if p["phase"] == "precheck":
-        if (state and state.get("Running")) or not p["check_port"]:
-            module.exit_json(changed=False, endpoint=base, container=current)
-        try:
-            socket.create_connection((p["address"], p["port"]), timeout=1).close()
-            module.fail_json(msg="port %d on %s is in use by something other than %s: the engine could "
-                                 "not bind it. Stop what listens there (ss -ltnp 'sport = :%d') or set "
-                                 "model_server_port" % (p["port"], host, p["container"], p["port"]),
-                             endpoint=base)
-        except (socket.error, IOError):
-            module.exit_json(changed=False, endpoint=base, container=current)
-    if module.check_mode:
-        module.exit_json(changed=False, endpoint=base, skipped_wait=True)
-    deadline = time.time() + p["timeout"]
-    last = "no answer yet"
-    models = []
-    while True:
-        state = container_state(module, docker, p["container"])
-        if not state or not state.get("Running"):
-            code = state.get("ExitCode") if state else None
-            module.fail_json(msg="the engine exited during start (container %s, exit code %s) on %s. "
-                                 "Its last log lines:\n%s" % (p["container"], code, host,
-                                                              "\n".join(logs(module, docker, p["container"],
-                                                                             p["log_lines"]))),
-                             endpoint=base)
-        code, text = http("GET", base + "/health")
-        if code == 200:
-            code, text = http("GET", base + "/v1/models")
-            if code == 200:
-                try:
-                    models = [m.get("id") for m in json.loads(text).get("data", [])]
-                except (ValueError, AttributeError):
-                    models = []
-                if p["served_model_name"] and p["served_model_name"] not in models:
-                    module.fail_json(msg="the engine serves %s, not %s (served model name mismatch): set "
-                                         "model_server_served_name to what the engine is started with"
-                                     % (", ".join(models) or "no model", p["served_model_name"]),
-                                     endpoint=base, models=models)
-                break
-            last = "/v1/models answered %s: %s" % (code, text[:200])
-        else:
-            last = "/health answered %s" % (code if code else text)
-        if time.time() > deadline:
-            module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
-                             % (p["timeout"], host, last,
-                                "\n".join(logs(module, docker, p["container"], p["log_lines"]))),
-                             endpoint=base)
-        time.sleep(0.5)
-    ready_at = time.time()
-    t0 = started_at(state)
-    res = {"changed": False, "endpoint": base + "/v1", "models": models,
-           "seconds_to_ready": round(ready_at - t0, 1) if t0 else None}
-    if p["prompt"]:
-        code, text = http("POST", base + "/v1/completions", {
-            "model": p["served_model_name"] or (models[0] if models else None),
-            "prompt": p["prompt"], "max_tokens": 8, "temperature": 0}, timeout=120)
-        try:
-            res["completion"] = json.loads(text)["choices"][0]["text"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            module.fail_json(msg="the engine is up but a completion failed (HTTP %s): %s"
-                             % (code, text[:500]), **res)
-    module.exit_json(**res)
+        phase_status(module, base, doc)
+    phase_precheck(module, base, doc)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,23 @@ def test_changed_engine_setting_restarts_the_engine_not_ray(served):
         '","', " ")
 
 
+def test_changed_shm_size_recreates_the_engine_not_ray(served):
+    """model_server_shm_size was left out of the engine's hand-kept spec hash: a change was ignored."""
+    def inspect(fmt, name="sparkops-model-server"):
+        return ssh(SPARK1, "docker inspect -f '%s' %s" % (fmt, name)).out.strip()
+    ray_before, engine_before = inspect("{{.State.StartedAt}}", "sparkops-ray-head"), inspect("{{.State.StartedAt}}")
+    res = deploy("-e", json.dumps({"model_server_shm_size": "2g"}))
+    assert res.returncode == 0, res.out[-3000:]
+    assert inspect("{{.HostConfig.ShmSize}}") == str(2 << 30)
+    assert inspect("{{.State.StartedAt}}") != engine_before
+    assert inspect("{{.State.StartedAt}}", "sparkops-ray-head") == ray_before
+    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
+    assert code == "200"  # and it serves with the new size
+    again = deploy("-e", json.dumps({"model_server_shm_size": "2g"}))
+    assert again.returncode == 0, again.out[-3000:]
+    assert "already serving, left alone" in flat(again.out)
+
+
 def test_served_name_mismatch_is_named(served):
     res = deploy("-e", json.dumps({"model_server_extra_args": ["--served-model-name", "other-name"]}))
     assert res.returncode != 0

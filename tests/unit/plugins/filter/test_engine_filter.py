@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # The engine_select / engine_probe_map filters over registered results shaped as Ansible
-# returns them (loop results with item, failed, msg).
+# returns them (engine_probe with images: one answer per image, or {image, error}).
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -22,8 +22,8 @@ def probe(image, verdict, ray="2.60.0", platform="linux/arm64", image_id="sha256
 
 def test_probe_map_keeps_results_and_pull_failures():
     pull = {"failed_images": {"img:gone": "the registry does not know img:gone"}}
-    reg = {"results": [probe("img:a", "native"), {"item": "img:b", "failed": True, "msg": "boom"},
-                       {"item": "img:c", "skipped": True}]}
+    reg = {"changed": False, "invocation": {}, "probes": [probe("img:a", "native"), {"image": "img:b", "error": "boom"}],
+           "ansible_facts": {}}
     out = engine_probe_map(reg, pull)
     assert out["img:gone"] == {"error": "the registry does not know img:gone"}
     assert out["img:b"] == {"error": "boom"}
@@ -45,3 +45,20 @@ def test_select_reads_host_architecture_from_facts():
     assert engine_select(["img:a"], ["s1", "s2"], hostvars)["selected"] == "img:a"
     with pytest.raises(AnsibleFilterError, match="candidate list is empty"):
         engine_select([], ["s1"], hostvars)
+
+
+def test_no_candidate_message_names_archs_hosts_table_and_fix():
+    from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
+        no_candidate_message,
+        pending,
+    )
+    per_host = {"img:a": dict(probe("img:a", "fallback"), item=None)}
+    hostvars = {"s1": {"sparkops_host": {"architecture": "aarch64"}, "sparkops_engine_probes": per_host}}
+    res = engine_select(["img:a"], ["s1"], hostvars)
+    text = no_candidate_message([QWEN35], ["s1"], res["rows"], True)
+    assert text.splitlines()[0] == "No candidate image can serve %s on s1 (nothing was stopped):" % QWEN35
+    assert "    - vllm 0.17.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 in text
+    assert text.endswith("natively and Ray to engine_image_candidates.")
+    assert pending(res["rows"]) is False
+    hostvars["s1"]["sparkops_engine_probes"] = {"img:a": {"pending": True}}
+    assert pending(engine_select(["img:a"], ["s1"], hostvars)["rows"]) is True

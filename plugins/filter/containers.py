@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The container specs of module_utils/_containers as filters (roles hand the result straight
+to community.docker.docker_container)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.sparkops.inference.plugins.module_utils import _containers
+
+
+def _wrap(fn):
+    def run(inputs):
+        try:
+            return fn(dict(inputs))
+        except _containers.SpecError as exc:
+            raise AnsibleFilterError(str(exc))
+    run.__name__ = fn.__name__
+    return run
+
+
+def engine_command(inputs):
+    try:
+        entrypoint, args = _containers.engine_command(dict(inputs))
+    except _containers.SpecError as exc:
+        raise AnsibleFilterError(str(exc))
+    return {"entrypoint": entrypoint, "args": args}
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"ray_container": _wrap(_containers.ray_container),
+                "engine_container": _wrap(_containers.engine_container),
+                "engine_command": engine_command}

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every container the collection starts, as data (pure Python, no Ansible import).
+
+- ray_container(): the Ray head / worker (roles/ray_cluster).
+- engine_command() + engine_container(): the vLLM or SGLang engine (roles/model_server).
+- preflight_run_args(): the fabric preflight's `docker run` (plugins/modules/fabric_preflight).
+
+The first two return the very dict handed to ``community.docker.docker_container`` (through the
+``sparkops.inference.ray_container`` / ``engine_container`` filters), with the label
+``sparkops.spec`` set to spec_hash() of everything else in it: whatever changes in the dict
+changes the hash, so no setting can be changed unnoticed (a re-run compares the label of the
+running container with the new one and recreates it when they differ).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import hashlib
+import json
+
+SPEC_LABEL = "sparkops.spec"
+ENV_FILE_LABEL = "sparkops.env-sha256"
+TOKEN_IN_CONTAINER = "/run/sparkops/ray-token"
+GPU_REQUEST = [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
+# ray_cluster_fixed_ports key -> `ray start` flag (ports pinned when the firewall is on)
+PORT_FLAGS = [("node_manager", "--node-manager-port"), ("object_manager", "--object-manager-port"),
+              ("dashboard_agent_grpc", "--dashboard-agent-grpc-port"),
+              ("dashboard_agent_listen", "--dashboard-agent-listen-port"),
+              ("metrics_export", "--metrics-export-port"), ("runtime_env_agent", "--runtime-env-agent-port"),
+              ("min_worker", "--min-worker-port"), ("max_worker", "--max-worker-port")]
+ENGINES = ("vllm", "sglang")
+SGLANG_DIST_PORT = 20000
+
+
+class SpecError(ValueError):
+    pass
+
+
+def spec_hash(spec):
+    """16 hex digits over the whole spec but its own label (keys sorted, so order is irrelevant)."""
+    body = copy.deepcopy(spec)
+    (body.get("labels") or {}).pop(SPEC_LABEL, None)
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def _hashed(spec):
+    spec["labels"][SPEC_LABEL] = spec_hash(spec)
+    return spec
+
+
+def _need(o, *keys):
+    missing = [k for k in keys if o.get(k) in (None, "")]
+    if missing:
+        raise SpecError("the container spec needs %s (found %s)" % (", ".join(missing), sorted(o)))
+
+
+def _flag(value):
+    """bool-ish inventory values (-e x=false is a string) -> bool."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on", "y")
+    return bool(value)
+
+
+def ray_env(address, auth):
+    """What Ray (and vLLM on it) read of the node: its fabric address, token authentication."""
+    env = {"VLLM_HOST_IP": address, "RAY_NODE_IP_ADDRESS": address}
+    if auth:
+        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": TOKEN_IN_CONTAINER})
+    return env
+
+
+def ray_mounts(tmp_dir, auth, token_file):
+    """Ray's session directory on the host (/tmp/ray), and the token read-only."""
+    mounts = [{"type": "bind", "source": tmp_dir, "target": "/tmp/ray"}]
+    if auth:
+        mounts.append({"type": "bind", "source": token_file, "target": TOKEN_IN_CONTAINER, "read_only": True})
+    return mounts
+
+
+def _base(o, role):
+    """What every long-running container of ours has: host network and IPC, GPUs, the fabric
+    environment file (its content's hash as a label, so an edit of the file changes the spec)."""
+    spec = {
+        "name": o["name"], "image": o["image"], "pull": "missing", "state": "started",
+        "restart_policy": "no", "network_mode": "host", "ipc_mode": "host",
+        "shm_size": str(o.get("shm_size") or "10.24g"),
+        "device_requests": copy.deepcopy(GPU_REQUEST) if _flag(o.get("gpus", True)) else [],
+        "labels": {"sparkops.role": role},
+    }
+    if o.get("env_file"):
+        spec["env_file"] = o["env_file"]
+        spec["labels"][ENV_FILE_LABEL] = o.get("env_file_sha256") or ""
+    return spec
+
+
+def ray_command(o):
+    """`ray start` for the head or a worker, as a list (never through a shell)."""
+    common = ["--block", "--node-ip-address", o["address"], "--num-gpus", str(int(o.get("num_gpus") or 0)),
+              "--disable-usage-stats"]
+    ports = o.get("fixed_ports") or {}
+    for key, flag in PORT_FLAGS:
+        if ports:
+            if key not in ports:
+                raise SpecError("ray_cluster_fixed_ports has no %s: expected the keys %s"
+                                % (key, ", ".join(k for k, dummy in PORT_FLAGS)))
+            common += [flag, str(ports[key])]
+    if _flag(o.get("head")):
+        cmd = ["ray", "start", "--head", "--port", str(o.get("gcs_port", 6379))] + common
+        if _flag(o.get("dashboard")):
+            cmd += ["--include-dashboard", "true", "--dashboard-host", o.get("dashboard_host") or o["address"],
+                    "--dashboard-port", str(o.get("dashboard_port", 8265))]
+        else:
+            cmd += ["--include-dashboard", "false"]
+    else:
+        cmd = ["ray", "start", "--address", o["gcs_address"]] + common
+    return cmd + [str(a) for a in o.get("extra_args") or []]
+
+
+def ray_container(o):
+    """The docker_container arguments of a Ray head (o['head']) or worker.
+
+    o: name, image, head, address (this node's fabric address), gcs_address (head:port),
+    gcs_port, num_gpus, auth, token_file, tmp_dir, env_file (path or ''), env_file_sha256,
+    env (extra), extra_args, shm_size, gpus, privileged, devices, capabilities, ulimits,
+    fixed_ports (a dict when the firewall pins them, else empty), dashboard, dashboard_host,
+    dashboard_port.
+    """
+    _need(o, "name", "image", "address", "gcs_address", "tmp_dir")
+    auth = _flag(o.get("auth", True))
+    spec = _base(o, "ray-head" if _flag(o.get("head")) else "ray-worker")
+    env = ray_env(o["address"], auth)
+    env.update(dict((str(k), str(v)) for k, v in (o.get("env") or {}).items()))
+    spec.update({
+        "privileged": _flag(o.get("privileged", False)),
+        "devices": list(o.get("devices") or []),
+        "capabilities": list(o.get("capabilities") or []),
+        "ulimits": list(o.get("ulimits") or []),
+        "env": env,
+        "mounts": ray_mounts(o["tmp_dir"], auth, o.get("token_file") or ""),
+        "command": ray_command(o),
+    })
+    spec["labels"]["sparkops.gcs"] = o["gcs_address"]
+    return _hashed(spec)
+
+
+def engine_command(o):
+    """(entrypoint, args) of the engine: `vllm serve ...` on the head over Ray, or SGLang's
+    multi-node launcher on every host; o['executable'] replaces the program (the lab's stand-in).
+
+    o: engine, executable, model_path, host, port, served_name, gpu_memory_utilization,
+    parallelism (tensor/pipeline), gpus_total, gpus_per_node, nodes, max_model_len,
+    extra_args, node_rank, head_address (SGLang's dist-init address).
+    """
+    engine = o.get("engine") or "vllm"
+    if engine not in ENGINES:
+        raise SpecError("engine is %r: expected vllm or sglang" % engine)
+    if o.get("parallelism", "tensor") not in ("tensor", "pipeline"):
+        raise SpecError("model_server_parallelism is %s: expected tensor or pipeline" % o.get("parallelism"))
+    _need(o, "model_path", "served_name")
+    max_len = str(o.get("max_model_len") if o.get("max_model_len") is not None else "")
+    common = ["--host", str(o.get("host", "0.0.0.0")), "--port", str(o.get("port", 8000)),
+              "--served-model-name", o["served_name"]]
+    if engine == "sglang":
+        entrypoint = ["python3", "-m", "sglang.launch_server"]
+        args = (["--model-path", o["model_path"]] + common
+                + ["--tp-size", str(o.get("gpus_total")),
+                   "--mem-fraction-static", str(o.get("gpu_memory_utilization")),
+                   "--nnodes", str(o.get("nodes")), "--node-rank", str(o.get("node_rank", 0)),
+                   "--dist-init-addr", "%s:%d" % (o.get("head_address"), SGLANG_DIST_PORT)]
+                + (["--context-length", max_len] if max_len else []))
+    else:
+        entrypoint = ["vllm", "serve"]
+        if o.get("parallelism", "tensor") == "pipeline":
+            parallel = ["--tensor-parallel-size", str(o.get("gpus_per_node")),
+                        "--pipeline-parallel-size", str(o.get("nodes"))]
+        else:
+            parallel = ["--tensor-parallel-size", str(o.get("gpus_total"))]
+        args = ([o["model_path"]] + common
+                + ["--distributed-executor-backend", "ray",
+                   "--gpu-memory-utilization", str(o.get("gpu_memory_utilization"))]
+                + parallel + (["--max-model-len", max_len] if max_len else []))
+    return list(o.get("executable") or entrypoint), args + [str(a) for a in o.get("extra_args") or []]
+
+
+def engine_container(o):
+    """The docker_container arguments of the engine.
+
+    o: name, image, engine, entrypoint, args (engine_command()), model_path, ray_address
+    (head:port), node_address, auth, token_file, tmp_dir, env_file, env_file_sha256, env
+    (extra), shm_size, gpus, ray_head_container (vLLM shares its PID namespace: a Ray driver
+    on the head finds the node's raylet by its process and talks to it through /tmp/ray).
+    """
+    _need(o, "name", "image", "model_path", "tmp_dir", "ray_address")
+    auth = _flag(o.get("auth", False))
+    spec = _base(o, "model-server")
+    env = {"RAY_ADDRESS": o["ray_address"]}
+    env.update(ray_env(o.get("node_address") or "", auth))
+    env.update(dict((str(k), str(v)) for k, v in (o.get("env") or {}).items()))
+    mounts = [{"type": "bind", "source": o["model_path"], "target": o["model_path"], "read_only": True}]
+    spec.update({
+        "env": env,
+        "mounts": mounts + ray_mounts(o["tmp_dir"], auth, o.get("token_file") or ""),
+        "entrypoint": list(o.get("entrypoint") or []),
+        "command": list(o.get("args") or []),
+    })
+    if (o.get("engine") or "vllm") == "vllm":
+        _need(o, "ray_head_container")
+        spec["pid_mode"] = "container:" + o["ray_head_container"]
+    return _hashed(spec)
+
+
+def preflight_run_args(p, backend, script):
+    """`docker run` arguments (after `docker`) of the fabric preflight's all-reduce, rank p['rank']."""
+    args = ["run", "--rm", "--name", p["name"], "--network", "host", "--ipc", "host",
+            "--env-file", p["env_file"], "-e", "NCCL_DEBUG=INFO"]
+    if p["gpus"]:
+        args += ["--gpus", "all"]
+    return args + list(p["docker_args"]) + [
+        p["image"], "timeout", "-k", "5", str(p["timeout"]), "python3", "-c", script,
+        str(p["rank"]), str(p["world_size"]), p["master_address"], str(p["master_port"]),
+        str(p["size_mib"]), str(p["iterations"]), backend, str(p["timeout"])]

@@ -1,0 +1,93 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: engine_select
+short_description: Pick the first engine image that can serve the model on every host
+version_added: 0.2.0
+description:
+  - Runs on the controller only (an action plugin) and touches no host.
+  - Reads each host's C(sparkops_engine_probes) (image -> probe result, or C({error}) for an
+    image that could not be pulled or probed) and C(sparkops_host.architecture), and selects the
+    first candidate, in preference order, that every host holds as the same image, that is built
+    for the hosts' CPU, carries an engine that serves every architecture natively, and carries
+    Ray when O(need_ray) is set.
+  - Returns a row per candidate with the reasons it was rejected, and the rows as text lines.
+  - Fails, with that table and what to do, when no candidate fits; in check mode a candidate
+    not yet pulled is not judged (C(pending)) instead.
+author:
+  - sparkops.inference developers (@sparkops)
+options:
+  candidates:
+    description: Candidate images, preferred first.
+    type: list
+    elements: str
+    required: true
+  hosts:
+    description: The hosts whose probe results count.
+    type: list
+    elements: str
+    required: true
+  architectures:
+    description: The model's architectures (named in the failure message).
+    type: list
+    elements: str
+    default: []
+  need_ray:
+    description: Reject images without Ray.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+  - sparkops.inference.attributes.actiongroup_controller
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+  action:
+    support: full
+  platform:
+    support: full
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: Select the first candidate that can serve the model on every host
+  sparkops.inference.engine_select:
+    candidates: "{{ engine_image_candidates }}"
+    hosts: "{{ ansible_play_hosts }}"
+    architectures: [Qwen3_5MoeForConditionalGeneration]
+  register: engine_image_selection
+  run_once: true
+"""
+
+RETURN = r"""
+selected:
+  description: The selected image, or null.
+  returned: always
+  type: str
+rows:
+  description: One row per candidate (image, status, engine, version, ray, platform, digest, architectures, reasons).
+  returned: always
+  type: list
+  elements: dict
+table:
+  description: The rows as text lines.
+  returned: always
+  type: list
+  elements: str
+pending:
+  description: Check mode - no candidate was selected because one was not pulled yet.
+  returned: always
+  type: bool
+"""

@@ -1,0 +1,163 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: host_files
+short_description: Write the collection's files and directories on a host, in one pass
+version_added: 0.2.0
+description:
+  - Makes each directory of O(directories) exist and each file of O(files) hold exactly its
+    content with its mode and owner; a file is rewritten only when any of them differs, and
+    then atomically (a temp file in the same directory, fsync, rename), so a reader never sees
+    half of it.
+  - One module call for what would otherwise be one C(ansible.builtin.copy) and one
+    C(ansible.builtin.file) per path - the fabric environment file, the Ray token and Ray's
+    session directory - with check mode and diff.
+  - The content of a file marked O(files[].secret) never appears in a diff or a result.
+author:
+  - sparkops.inference developers (@sparkops)
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: Shows the content before and after of each changed file that is not secret, and each created directory.
+  idempotent:
+    support: full
+options:
+  files:
+    description: The files to write.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Where the file goes (its directory is created, mode 0755, when missing).
+        type: path
+        required: true
+      content:
+        description: The whole content.
+        type: str
+        required: true
+      mode:
+        description: The file's mode, as an octal string.
+        type: str
+        default: "0644"
+      owner_root:
+        description: Owned by root (uid 0, gid 0).
+        type: bool
+        default: true
+      secret:
+        description: Keep the content out of the diff and the result.
+        type: bool
+        default: false
+  directories:
+    description: Directories to create when missing (mode 0755, with their parents).
+    type: list
+    elements: path
+    default: []
+"""
+
+EXAMPLES = r"""
+- name: Keep the Ray token root-only and Ray's session directory present
+  sparkops.inference.host_files:
+    files:
+      - path: /etc/sparkops/ray-token
+        content: "{{ ray_cluster_token }}"
+        mode: "0600"
+        secret: true
+    directories: [/var/lib/sparkops/ray]
+  no_log: true
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The files and directories that were (or, in check mode, would be) written or created.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+
+SECRET = "(secret content, not shown)\n"
+
+
+def file_state(path):
+    """(content or None, mode, uid, gid) of path as it is."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        return data.decode("utf-8", "replace"), st.st_mode & 0o7777, st.st_uid, st.st_gid
+    except (IOError, OSError):
+        return None, None, None, None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                content=dict(type="str", required=True, no_log=False),
+                mode=dict(type="str", default="0644"),
+                owner_root=dict(type="bool", default=True),
+                secret=dict(type="bool", default=False),
+            )),
+            directories=dict(type="list", elements="path", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    changed, diffs = [], []
+    for directory in module.params["directories"]:
+        if not os.path.isdir(directory):
+            changed.append(directory)
+            diffs.append({"before_header": directory, "after_header": directory,
+                          "before": "(absent)\n", "after": "(directory)\n"})
+            if not module.check_mode:
+                try:
+                    os.makedirs(directory, 0o755)
+                except OSError as exc:
+                    module.fail_json(msg="cannot create the directory %s: %s" % (directory, exc),
+                                     changed_paths=changed)
+    for spec in module.params["files"]:
+        try:
+            mode = int(spec["mode"], 8)
+        except ValueError:
+            module.fail_json(msg="mode %r of %s is not an octal mode: expected e.g. \"0644\""
+                                 % (spec["mode"], spec["path"]))
+        content, cur_mode, uid, gid = file_state(spec["path"])
+        owner = (0, 0) if spec["owner_root"] else None
+        if content == spec["content"] and cur_mode == mode and (owner is None or (uid, gid) == owner):
+            continue
+        changed.append(spec["path"])
+        if spec["secret"]:
+            before, after = (SECRET if content is not None else ""), SECRET
+        else:
+            before, after = content or "", spec["content"]
+        if cur_mode is not None and cur_mode != mode:
+            before, after = before + "(mode %04o)\n" % cur_mode, after + "(mode %04o)\n" % mode
+        diffs.append({"before_header": spec["path"], "after_header": spec["path"], "before": before,
+                      "after": after})
+        if not module.check_mode:
+            try:
+                atomic_write(spec["path"], spec["content"], mode=mode, owner=owner)
+            except (IOError, OSError) as exc:
+                module.fail_json(msg="cannot write %s: %s" % (spec["path"], exc), changed_paths=changed)
+    module.exit_json(changed=bool(changed), changed_paths=changed, diff=diffs)
+
+
+if __name__ == "__main__":
+    main()

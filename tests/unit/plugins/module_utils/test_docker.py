@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# The Docker layer: platform strings as Docker compares them, inspect documents (captured on the
+# lab, and shaped as an arm64 host with the containerd store prints them), docker ps rows, and
+# the Engine API's version negotiation against a daemon on a unix socket that answers as
+# Docker 20.10 (the captured /_ping) or as Docker 29 (refuses API versions below 1.44).
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import socket
+import threading
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils import _docker
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import (
+    DockerError,
+    EngineApi,
+    architecture,
+    host_platform,
+    image_facts,
+    negotiate,
+    parse_platform,
+    parse_ps_json,
+    platform_text,
+    same_platform,
+)
+
+
+@pytest.mark.parametrize("machine,arch", [("x86_64", "amd64"), ("aarch64", "arm64"), ("arm64", "arm64"),
+                                          ("AARCH64", "arm64"), ("riscv64", "riscv64"), ("armv7l", "arm")])
+def test_architecture(machine, arch):
+    assert architecture(machine) == arch
+    assert host_platform(machine) == "linux/" + arch
+
+
+@pytest.mark.parametrize("image,host,same", [
+    ("linux/arm64/v8", "linux/arm64", True),      # what an arm64 host prints vs the host itself
+    ("linux/arm64", "linux/arm64/v8", True),
+    ("linux/arm64/v8", "linux/aarch64", True),
+    ("linux/arm64/8", "linux/arm64/v8", True),    # Docker's normalisation of "8"
+    ("linux/arm64/v8", "linux/arm64/v9", False),
+    ("linux/amd64", "linux/arm64", False),
+    ("linux/arm64", "linux/amd64", False),
+    ("windows/amd64", "linux/amd64", False),
+    ("linux/arm/v7", "linux/arm/v6", False),
+    ("linux/arm/v7", "linux/arm", True),
+])
+def test_same_platform(image, host, same):
+    assert same_platform(image, host) is same
+
+
+def test_platform_text_keeps_a_named_variant_only():
+    assert platform_text(parse_platform("linux/arm64/v8")) == "linux/arm64/v8"
+    assert platform_text(parse_platform("aarch64")) == "linux/arm64"
+
+
+def load(fixture_text, name):
+    return json.loads(fixture_text("docker", name))[0]
+
+
+def test_image_facts_of_the_lab_document(fixture_text):
+    ref = "10.77.0.5:5000/sparkops/lab-vllm:0.17.0-arm64"
+    facts = image_facts(ref, load(fixture_text, "image-inspect-lab-20.10-arm64.json"))
+    assert facts["platform"] == "linux/arm64" and facts["variant"] is None
+    assert facts["digest"].startswith("10.77.0.5:5000/sparkops/lab-vllm@sha256:")
+    assert facts["id"].startswith("sha256:")
+    assert facts["graph"]["Name"] == "overlay2"
+    assert not same_platform(facts["platform"], host_platform("x86_64"))
+    assert same_platform(facts["platform"], host_platform("aarch64"))
+
+
+def test_image_facts_as_an_arm64_host_prints_them(fixture_text):
+    facts = image_facts("vllm/vllm-openai:v0.17.0", load(fixture_text, "image-inspect-arm64-v8-containerd.json"))
+    assert facts["platform"] == "linux/arm64/v8"
+    assert same_platform(facts["platform"], host_platform("aarch64"))  # the arm64 host runs it
+    assert facts["config"]["Entrypoint"] == ["vllm", "serve"]
+    assert facts["digest"] == "vllm/vllm-openai@" + facts["id"]
+
+
+def test_image_facts_picks_the_digest_of_its_own_repository():
+    data = {"Id": "sha256:1", "RepoDigests": ["a/x@sha256:aa", "reg:5000/b/y@sha256:bb"], "Architecture": "amd64"}
+    assert image_facts("reg:5000/b/y:tag", data)["digest"] == "reg:5000/b/y@sha256:bb"
+    assert image_facts("c/z:1", data)["digest"] == "a/x@sha256:aa"  # none of its own: the first
+    assert image_facts("c/z:1", {"Id": "sha256:1"})["digest"] is None  # docker load: no digest
+
+
+def test_ps_rows_of_the_captured_listing(fixture_text):
+    rows = parse_ps_json(fixture_text("lab", "docker-ps-stale.jsonl"))
+    assert len(rows) == 3
+    ours = [r for r in rows if r["name"] == "sparkops-ray-worker"][0]
+    assert ours["running"] and len(ours["labels"]["sparkops.spec"]) == 16
+    assert [r["running"] for r in rows].count(False) == 1
+
+
+def test_ps_label_values_may_hold_commas():
+    line = json.dumps({"ID": "1", "Names": "a", "Labels": "x=1,2,y=3", "State": "running", "Status": "Up 2s"})
+    assert parse_ps_json(line)[0]["labels"] == {"x": "1,2", "y": "3"}
+
+
+def test_ps_garbage_is_named():
+    with pytest.raises(DockerError, match="not JSON"):
+        parse_ps_json("Cannot connect to the Docker daemon at unix:///var/run/docker.sock")
+
+
+@pytest.mark.parametrize("server,minimum,speak", [("1.41", None, "1.41"), ("1.52", "1.44", "1.52"),
+                                                  ("1.60", "1.44", _docker.MAX_API), ("", None, "1.41")])
+def test_negotiate(server, minimum, speak):
+    assert negotiate(server, minimum) == speak
+
+
+def test_negotiate_refuses_a_daemon_newer_than_we_speak():
+    with pytest.raises(DockerError, match="needs API 1.60 or newer"):
+        negotiate("1.61", "1.60")
+
+
+class FakeDaemon(object):
+    """A unix-socket HTTP server that answers as a Docker daemon of one API range would:
+    /_ping with its Api-Version header (or the captured 20.10 bytes), 400 for a version outside
+    [minimum, maximum] with Docker's own words, /images/get streams bytes, /images/load reads
+    a chunked body. A stand-in for dockerd in unit tests; the lab runs the real one."""
+
+    def __init__(self, path, maximum, minimum, ping_bytes=None, ping_header=True):
+        self.path, self.maximum, self.minimum = path, maximum, minimum
+        self.ping_bytes, self.ping_header = ping_bytes, ping_header
+        self.paths, self.loaded = [], b""
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        self.thread = threading.Thread(target=self.serve)
+        self.thread.daemon = True
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, dummy = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.answer(conn)
+
+    def answer(self, conn):
+        f = conn.makefile("rb")
+        method, path, dummy = f.readline().decode().split(" ", 2)
+        headers = {}
+        for line in iter(f.readline, b"\r\n"):
+            key, dummy, value = line.decode().partition(":")
+            headers[key.strip().lower()] = value.strip()
+        self.paths.append(path)
+        if path == "/_ping":
+            if self.ping_bytes:
+                conn.sendall(self.ping_bytes)
+                return
+            extra = "Api-Version: %s\r\n" % self.maximum if self.ping_header else ""
+            return self.reply(conn, 200, b"OK", extra)
+        if path == "/version":
+            return self.reply(conn, 200, json.dumps({"ApiVersion": self.maximum,
+                                                     "MinAPIVersion": self.minimum}).encode())
+        version = path.split("/")[1][1:]
+        if _docker.version_tuple(version) < _docker.version_tuple(self.minimum):
+            return self.reply(conn, 400, json.dumps({"message": "client version %s is too old. Minimum supported "
+                                                     "API version is %s, please upgrade your client to a newer "
+                                                     "version" % (version, self.minimum)}).encode())
+        if _docker.version_tuple(version) > _docker.version_tuple(self.maximum):
+            return self.reply(conn, 400, json.dumps({"message": "client version %s is too new. Maximum supported "
+                                                     "API version is %s" % (version, self.maximum)}).encode())
+        if path.startswith("/v%s/images/get" % version):
+            return self.reply(conn, 200, b"x" * (3 << 20))
+        if path.startswith("/v%s/images/load" % version):
+            body = b""
+            while True:  # chunked
+                size = int(f.readline().strip(), 16)
+                body += f.read(size)
+                f.readline()
+                if size == 0:
+                    break
+            self.loaded = body
+            return self.reply(conn, 200, b'{"stream":"Loaded image"}')
+        return self.reply(conn, 404, b'{"message":"page not found"}')
+
+    @staticmethod
+    def reply(conn, code, body, extra=""):
+        conn.sendall(("HTTP/1.1 %d X\r\nContent-Length: %d\r\n%s\r\n" % (code, len(body), extra)).encode() + body)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    made = []
+
+    def start(**kw):
+        d = FakeDaemon(str(tmp_path / ("docker%d.sock" % len(made))), **kw)
+        made.append(d)
+        return d
+    yield start
+    for d in made:
+        d.close()
+
+
+def test_speaks_41_to_docker_20_10(daemon, fixture_text):
+    ping = fixture_text("docker", "ping-20.10.txt").replace("\n", "\r\n").encode()  # stored with \n
+    d = daemon(maximum="1.41", minimum="1.12", ping_bytes=ping)
+    api = EngineApi(d.path)
+    resp = api.request("GET", "/images/get?names=x")
+    data = b"".join(iter(lambda: resp.read(1 << 20), b""))
+    assert len(data) == 3 << 20
+    assert d.paths == ["/_ping", "/v1.41/images/get?names=x"]
+
+
+def test_docker_29_refuses_the_old_fixed_version_and_accepts_the_negotiated_one(daemon):
+    d = daemon(maximum="1.52", minimum="1.44")
+    old = EngineApi(d.path)
+    old._version = "1.41"  # what the hand-written client pinned before
+    with pytest.raises(DockerError, match="HTTP 400: .*too old. Minimum supported API version is 1.44"):
+        old.request("GET", "/images/get?names=x")
+    api = EngineApi(d.path)
+    assert api.version == "1.52"
+
+    def chunks():
+        for i in range(4):
+            yield b"layer%d" % i
+    out = api.request("POST", "/images/load?quiet=1", body=chunks(), headers={"Content-Type": "application/x-tar"})
+    assert b"Loaded image" in out.read()
+    assert d.loaded == b"layer0layer1layer2layer3"
+
+
+def test_a_daemon_without_the_header_is_asked_for_its_version(daemon):
+    d = daemon(maximum="1.44", minimum="1.24", ping_header=False)
+    api = EngineApi(d.path)
+    assert api.version == "1.44"
+    assert d.paths == ["/_ping", "/version"]
+
+
+def test_no_daemon_is_named(tmp_path):
+    path = str(tmp_path / "none.sock")
+    with pytest.raises(DockerError, match="did not answer GET /_ping"):
+        EngineApi(path).request("GET", "/images/get?names=x")
+
+
+def test_socket_path_from_docker_host():
+    assert _docker.socket_path({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == "/run/user/1000/docker.sock"
+    assert _docker.socket_path({}) == "/var/run/docker.sock"
+    with pytest.raises(DockerError, match="only a unix socket"):
+        _docker.socket_path({"DOCKER_HOST": "tcp://10.0.0.1:2375"})
