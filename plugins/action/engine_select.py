@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
+from ansible_collections.sparkops.inference.plugins.plugin_utils._controller import ControllerAction
 from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
     EngineError,
     host_inputs,
@@ -18,28 +18,22 @@ from ansible_collections.sparkops.inference.plugins.module_utils._engine import 
     table_text,
 )
 
-ARGUMENT_SPEC = dict(
-    candidates=dict(type="list", elements="str", required=True),
-    hosts=dict(type="list", elements="str", required=True),
-    architectures=dict(type="list", elements="str", default=[]),
-    need_ray=dict(type="bool", default=True),
-)
 
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = dict(
+        candidates=dict(type="list", elements="str", required=True),
+        hosts=dict(type="list", elements="str", required=True),
+        architectures=dict(type="list", elements="str", default=[]),
+        need_ray=dict(type="bool", default=True),
+    )
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        hostvars = (task_vars or {}).get("hostvars", {})
-        probes, platforms = host_inputs(args["hosts"], hostvars)
+    def act(self, args, task_vars):
+        probes, platforms = host_inputs(args["hosts"], task_vars.get("hostvars", {}))
         try:
             selected, rows = select(args["candidates"], probes, platforms, args["need_ray"])
         except EngineError as exc:
-            return dict(result, failed=True, msg=str(exc))
-        result.update(changed=False, selected=selected, rows=rows, table=table_text(rows),
+            return dict(failed=True, msg=str(exc))
+        result = dict(selected=selected, rows=rows, table=table_text(rows),
                       pending=selected is None and pending(rows))
         if selected is None and not result["pending"]:
             result.update(failed=True, msg=no_candidate_message(args["architectures"], args["hosts"], rows,

@@ -7,33 +7,27 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
+from ansible_collections.sparkops.inference.plugins.plugin_utils._controller import ControllerAction
 from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
     check_inventory,
     format_problems,
 )
 
-ARGUMENT_SPEC = dict(
-    head_group=dict(type="str", default="llm_head"),
-    worker_group=dict(type="str", default="llm_workers"),
-    head_host=dict(type="str"),
-    worker_hosts=dict(type="list", elements="str"),
-    model_path=dict(type="str"),
-    candidates=dict(type="raw"),
-    fabric_subnet=dict(type="str"),
-    require_model=dict(type="bool", default=True),
-    require_candidates=dict(type="bool", default=True),
-)
 
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = dict(
+        head_group=dict(type="str", default="llm_head"),
+        worker_group=dict(type="str", default="llm_workers"),
+        head_host=dict(type="str"),
+        worker_hosts=dict(type="list", elements="str"),
+        model_path=dict(type="str"),
+        candidates=dict(type="raw"),
+        fabric_subnet=dict(type="str"),
+        require_model=dict(type="bool", default=True),
+        require_candidates=dict(type="bool", default=True),
+    )
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        task_vars = task_vars or {}
+    def act(self, args, task_vars):
         groups = dict(task_vars.get("groups", {}))
         hostvars = task_vars.get("hostvars", {})
         per_host = {}
@@ -50,9 +44,7 @@ class ActionModule(ActionBase):
             model_path=args["model_path"], candidates=args["candidates"],
             fabric_subnet=args["fabric_subnet"], require_model=args["require_model"],
             require_candidates=args["require_candidates"])
-        result["changed"] = False
-        result["problems"] = problems
-        result["cluster"] = plan
+        result = {"problems": problems, "cluster": plan}
         if problems:
             result["failed"] = True
             result["msg"] = format_problems(problems)

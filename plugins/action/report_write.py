@@ -10,27 +10,22 @@ __metaclass__ = type
 import json
 import os
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
-
-ARGUMENT_SPEC = dict(
-    dir=dict(type="path", required=True),
-    report=dict(type="dict", required=True),
-    names=dict(type="list", elements="str", required=True),
-)
+from ansible_collections.sparkops.inference.plugins.plugin_utils._controller import ControllerAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = dict(
+        dir=dict(type="path", required=True),
+        report=dict(type="dict", required=True),
+        names=dict(type="list", elements="str", required=True),
+    )
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, args, task_vars):
         directory = os.path.expanduser(args["dir"])
         text = json.dumps(args["report"], indent=2, sort_keys=True) + "\n"
         paths = [os.path.join(directory, n) for n in args["names"]]
-        result.update(changed=False, paths=paths)
+        result = {"paths": paths}
         try:
             for path in paths:
                 atomic_write(path, text)

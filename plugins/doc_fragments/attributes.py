@@ -37,6 +37,19 @@ options: {}
 attributes:
   facts:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+"""
+
+    # Modules that only read (info and facts modules, controller-side checks): they change nothing
+    READ_ONLY = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
 """
 
     # Action plugins that run on the controller
@@ -45,6 +58,7 @@ options: {}
 attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
   platform:
     description: Runs on the controller only; touches no target.
     support: full

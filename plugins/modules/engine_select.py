@@ -46,19 +46,8 @@ options:
     default: true
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
   - sparkops.inference.attributes.actiongroup_controller
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
-  action:
-    support: full
-  platform:
-    support: full
-    platforms: all
 """
 
 EXAMPLES = r"""

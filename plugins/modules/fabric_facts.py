@@ -33,6 +33,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
   - sparkops.inference.attributes.facts
 options:
   sysfs_root:
@@ -76,15 +77,6 @@ options:
     description: Seconds to wait for each peer.
     type: float
     default: 3
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  idempotent:
-    support: full
 """
 
 EXAMPLES = r"""

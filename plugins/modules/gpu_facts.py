@@ -46,16 +46,8 @@ options:
     default: docker
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
   - sparkops.inference.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  idempotent:
-    support: full
 notes:
   - Inside a container C(nvidia-smi) lists no processes (PID namespace); run this on the host.
 seealso:

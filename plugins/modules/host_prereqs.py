@@ -40,16 +40,8 @@ options:
     default: true
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
   - sparkops.inference.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  idempotent:
-    support: full
 """
 
 EXAMPLES = r"""

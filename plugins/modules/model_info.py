@@ -23,6 +23,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
 options:
   path:
     description: The model directory.
@@ -36,13 +37,6 @@ options:
     description: Include each file's SHA-256 in the manifest digest.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 """
 
 EXAMPLES = r"""

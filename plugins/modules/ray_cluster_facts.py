@@ -24,6 +24,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
   - sparkops.inference.attributes.facts
 options:
   container:
@@ -55,15 +56,6 @@ options:
     description: Docker CLI on the head host.
     type: str
     default: docker
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  idempotent:
-    support: full
 """
 
 EXAMPLES = r"""

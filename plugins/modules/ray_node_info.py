@@ -27,6 +27,7 @@ author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
   - sparkops.inference.attributes
+  - sparkops.inference.attributes.read_only
   - sparkops.inference.attributes.docker
 options:
   container:
@@ -65,13 +66,6 @@ options:
         file does not exist), so the container's spec is the same whether or not the fabric facts
         were gathered in this run.
     type: path
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 """
 
 EXAMPLES = r"""
