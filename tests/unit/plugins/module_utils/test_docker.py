@@ -121,9 +121,9 @@ class FakeDaemon(object):
     [minimum, maximum] with Docker's own words, /images/get streams bytes, /images/load reads
     a chunked body. A stand-in for dockerd in unit tests; the lab runs the real one."""
 
-    def __init__(self, path, maximum, minimum, ping_bytes=None, ping_header=True):
+    def __init__(self, path, maximum, minimum, ping_bytes=None, ping_header=True, refusal_bytes=None):
         self.path, self.maximum, self.minimum = path, maximum, minimum
-        self.ping_bytes, self.ping_header = ping_bytes, ping_header
+        self.ping_bytes, self.ping_header, self.refusal_bytes = ping_bytes, ping_header, refusal_bytes
         self.paths, self.loaded = [], b""
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
@@ -160,6 +160,9 @@ class FakeDaemon(object):
                                                      "MinAPIVersion": self.minimum}).encode())
         version = path.split("/")[1][1:]
         if _docker.version_tuple(version) < _docker.version_tuple(self.minimum):
+            if self.refusal_bytes:
+                conn.sendall(self.refusal_bytes)
+                return
             return self.reply(conn, 400, json.dumps({"message": "client version %s is too old. Minimum supported "
                                                      "API version is %s, please upgrade your client to a newer "
                                                      "version" % (version, self.minimum)}).encode())
@@ -202,7 +205,7 @@ def daemon(tmp_path):
 
 
 def test_speaks_41_to_docker_20_10(daemon, fixture_text):
-    ping = fixture_text("docker", "ping-20.10.txt").replace("\n", "\r\n").encode()  # stored with \n
+    ping = captured(fixture_text, "ping-20.10.txt")
     d = daemon(maximum="1.41", minimum="1.12", ping_bytes=ping)
     api = EngineApi(d.path)
     resp = api.request("GET", "/images/get?names=x")
@@ -226,6 +229,33 @@ def test_docker_29_refuses_the_old_fixed_version_and_accepts_the_negotiated_one(
     out = api.request("POST", "/images/load?quiet=1", body=chunks(), headers={"Content-Type": "application/x-tar"})
     assert b"Loaded image" in out.read()
     assert d.loaded == b"layer0layer1layer2layer3"
+
+
+def captured(fixture_text, name):
+    """A captured HTTP answer (stored with \n line endings) as the daemon sent it."""
+    head, dummy, body = fixture_text("docker", name).partition("\n\n")
+    return (head.replace("\n", "\r\n") + "\r\n\r\n" + body).encode()
+
+
+def test_real_docker_26_answers_min_api_1_44(daemon, fixture_text):
+    """The /_ping and the refusal of v1.41 that dockerd 26.1.5 with DOCKER_MIN_API_VERSION=1.44
+    (as Docker 29 ships) really sent: the old pinned client fails, the negotiated one works."""
+    d = daemon(maximum="1.45", minimum="1.44", ping_bytes=captured(fixture_text, "ping-26.1-min-1.44.txt"),
+               refusal_bytes=captured(fixture_text, "refused-1.41-by-26.1-min-1.44.txt"))
+    old = EngineApi(d.path)
+    old._version = "1.41"
+    with pytest.raises(DockerError, match="HTTP 400: .*client version 1.41 is too old"):
+        old.request("GET", "/images/get?names=x")
+    api = EngineApi(d.path)
+    assert api.version == "1.45"
+    assert len(api.request("GET", "/images/get?names=x").read()) == 3 << 20
+
+
+def test_image_facts_of_a_containerd_store_document(fixture_text):
+    facts = image_facts("sparkops/tiny:1", load(fixture_text, "image-inspect-26.1-containerd.json"))
+    assert facts["graph"] == {"Data": None, "Name": "overlayfs"}  # no overlay2 layer directories
+    assert facts["digest"] == "sparkops/tiny@" + facts["id"]  # the id is the manifest's digest
+    assert facts["platform"] == "linux/amd64"
 
 
 def test_a_daemon_without_the_header_is_asked_for_its_version(daemon):
