@@ -9,8 +9,6 @@ import copy
 
 import pytest
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.filter.containers import FilterModule
 from ansible_collections.sparkops.inference.plugins.module_utils._containers import (
     SPEC_LABEL,
     SpecError,
@@ -106,7 +104,8 @@ def test_the_engine_shm_size_and_gpus_are_in_the_spec():  # they were left out o
 
 def test_ray_head_and_worker_commands():
     head = ray_container(copy.deepcopy(RAY))
-    assert head["command"] == ["ray", "start", "--head", "--port", "6379", "--block", "--node-ip-address",
+    assert head["entrypoint"] == ["ray", "start"]  # whatever the image's own ENTRYPOINT is
+    assert head["entrypoint"] + head["command"] == ["ray", "start", "--head", "--port", "6379", "--block", "--node-ip-address",
                                "192.168.100.10", "--num-gpus", "1", "--disable-usage-stats",
                                "--include-dashboard", "false"]
     assert head["env"] == {"VLLM_HOST_IP": "192.168.100.10", "RAY_NODE_IP_ADDRESS": "192.168.100.10",
@@ -115,7 +114,7 @@ def test_ray_head_and_worker_commands():
     assert head["labels"]["sparkops.role"] == "ray-head"
     worker = ray_container(dict(copy.deepcopy(RAY), head=False, address="192.168.100.11",
                                 name="sparkops-ray-worker", fixed_ports=FIXED))
-    assert worker["command"][:4] == ["ray", "start", "--address", "192.168.100.10:6379"]
+    assert worker["entrypoint"] + worker["command"][:2] == ["ray", "start", "--address", "192.168.100.10:6379"]
     assert worker["command"][worker["command"].index("--node-manager-port") + 1] == "6380"
     assert worker["command"][worker["command"].index("--max-worker-port") + 1] == "10999"
     assert worker["labels"]["sparkops.role"] == "ray-worker"
@@ -181,13 +180,6 @@ def test_vllm_shares_the_ray_heads_pid_namespace():
     assert engine_container(copy.deepcopy(ENGINE))["pid_mode"] == "container:sparkops-ray-head"
 
 
-def test_filters_raise_ansible_errors():
-    filters = FilterModule().filters()
-    assert filters["engine_command"](dict(CMD))["entrypoint"] == ["vllm", "serve"]
-    with pytest.raises(AnsibleFilterError, match="needs name, image"):
-        filters["ray_container"]({})
-
-
 def test_preflight_run_args():
     p = {"name": "pf", "env_file": "/etc/sparkops/fabric.env", "gpus": True, "docker_args": ["--device=/dev/x"],
          "image": "img", "timeout": 90, "rank": 1, "world_size": 2, "master_address": "192.168.100.10",
@@ -195,6 +187,7 @@ def test_preflight_run_args():
     args = preflight_run_args(p, "nccl", "print(1)")
     assert args[:11] == ["run", "--rm", "--name", "pf", "--network", "host", "--ipc", "host", "--env-file",
                          "/etc/sparkops/fabric.env", "-e"]
+    assert args[args.index("--entrypoint") + 1] == "timeout"  # never the image's own ENTRYPOINT
+    assert args.index("--entrypoint") < args.index("img")
     assert args[args.index("--gpus") + 1] == "all" and "--device=/dev/x" in args
-    assert args[args.index("img") + 1:args.index("img") + 8] == ["timeout", "-k", "5", "90", "python3", "-c",
-                                                                 "print(1)"]
+    assert args[args.index("img") + 1:args.index("img") + 7] == ["-k", "5", "90", "python3", "-c", "print(1)"]
