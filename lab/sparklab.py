@@ -64,13 +64,45 @@ BASE_IMAGE = "sparkops/lab-base"
 # (vLLM as a wheel; SGLang editable from /sgl-workspace/sglang/python). Nothing is compiled:
 # the images cannot run these engines (no GPU, no torch), only be probed.
 ENGINE_RELEASES = [
-    # (image repo:tag, engine, version, how it is installed, Ray?, config architecture)
-    ("sparkops/lab-vllm:0.14.0", "vllm", "0.14.0", "wheel", True, None),       # no Qwen3.5
-    ("sparkops/lab-sglang:0.5.4", "sglang", "0.5.4", "editable-pth", True, None),  # no Qwen3.5
-    ("sparkops/lab-vllm:0.17.0-arm64", "vllm", "0.17.0", "wheel", True, "arm64"),  # wrong CPU here
-    ("sparkops/lab-vllm:0.17.0", "vllm", "0.17.0", "wheel", True, None),       # has Qwen3.5
-    ("sparkops/lab-sglang:0.5.10", "sglang", "0.5.10", "editable-finder", False, None),  # no Ray
+    # (image repo:tag, engine, version, how it is installed, Ray?, platform (None: this machine's),
+    #  image style: the ENTRYPOINT/CMD/ENV/WORKDIR of a real image of that kind, IMAGE_STYLES)
+    ("sparkops/lab-vllm:0.14.0", "vllm", "0.14.0", "wheel", True, None, "ngc"),  # no Qwen3.5
+    ("sparkops/lab-sglang:0.5.4", "sglang", "0.5.4", "editable-pth", True, None, "sglang"),  # no Qwen3.5
+    ("sparkops/lab-vllm:0.17.0-arm64", "vllm", "0.17.0", "wheel", True, ("arm64", "v8"),  # wrong CPU here
+     "vllm-official"),
+    ("sparkops/lab-vllm:0.17.0", "vllm", "0.17.0", "wheel", True, None, "vllm-official"),  # has Qwen3.5
+    ("sparkops/lab-sglang:0.5.10", "sglang", "0.5.10", "editable-finder", False, None, "sglang"),  # no Ray
 ]
+# What the real images' Dockerfiles set, so that every container the collection starts from a
+# candidate must set its entrypoint itself (as on real hosts):
+# - vLLM's official image (vllm/vllm-openai, docker/Dockerfile): WORKDIR /vllm-workspace,
+#   ENV VLLM_USAGE_SOURCE=production-docker-image, ENTRYPOINT ["vllm", "serve"] (older ones:
+#   python3 -m vllm.entrypoints.openai.api_server); the `vllm` console script is the wheel's.
+# - NGC's images (nvcr.io/nvidia/vllm): ENTRYPOINT a wrapper that prints NVIDIA's banner and
+#   execs its arguments (here a LAB STAND-IN of that script, labelled), WORKDIR /workspace.
+# - SGLang's images (lmsysorg/sglang): no ENTRYPOINT, CMD a shell, WORKDIR /sgl-workspace.
+NGC_ENTRYPOINT = "/opt/nvidia/nvidia_entrypoint.sh"
+IMAGE_STYLES = {
+    "vllm-official": {"Entrypoint": ["vllm", "serve"], "Cmd": None, "WorkingDir": "/vllm-workspace",
+                      "Env": ["VLLM_USAGE_SOURCE=production-docker-image"]},
+    "ngc": {"Entrypoint": [NGC_ENTRYPOINT], "Cmd": ["/bin/bash"], "WorkingDir": "/workspace",
+            "Env": ["NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"]},
+    "sglang": {"Entrypoint": None, "Cmd": ["/bin/bash"], "WorkingDir": "/sgl-workspace", "Env": []},
+}
+NGC_WRAPPER = """#!/bin/bash
+# LAB STAND-IN of the entrypoint script of NVIDIA's NGC containers: prints a banner, then
+# runs its arguments (as the real one does). Not NVIDIA's file.
+cat <<'BANNER'
+
+=============
+== vLLM ==
+=============
+
+NVIDIA Release 26.01 (sparkops lab stand-in of the NGC banner)
+BANNER
+if [ $# -eq 0 ]; then exec /bin/bash; fi
+exec "$@"
+"""
 SGLANG_SRC = "sgl-workspace/sglang/python"
 SITE = "usr/local/lib/python3.11/dist-packages"
 
@@ -511,6 +543,7 @@ def extract_engine(wheel, root, engine, version, how):
             with open(dst, "wb") as f:
                 f.write(z.read(name))
     write(os.path.join(site, info, "INSTALLER"), "pip\n")
+    console_scripts(os.path.join(site, info, "entry_points.txt"), os.path.join(root, "usr/local/bin"))
     if how == "wheel":
         return
     src = "/" + SGLANG_SRC
@@ -527,9 +560,26 @@ def extract_engine(wheel, root, engine, version, how):
               % (engine, src + "/" + engine))
 
 
+def console_scripts(entry_points, bindir):
+    """The [console_scripts] of a dist-info's entry_points.txt as pip writes them."""
+    if not os.path.exists(entry_points):
+        return
+    section = None
+    with open(entry_points) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("["):
+                section = line.strip("[]")
+            elif section == "console_scripts" and "=" in line:
+                name, target = [x.strip() for x in line.split("=", 1)]
+                module, func = target.split(":")
+                write(os.path.join(bindir, name), "#!/usr/bin/python3\nimport sys\nfrom %s import %s\n"
+                      "if __name__ == \"__main__\":\n    sys.exit(%s())\n" % (module, func, func), 0o755)
+
+
 def layer_engine(engine, version, how):
     wheel = engine_wheel(engine, version)
-    key = recipe_key("engine", engine, version, how, os.path.basename(wheel), SITE)
+    key = recipe_key("engine", engine, version, how, os.path.basename(wheel), SITE, "console-scripts")
     meta = cached_layer(key)
     if meta:
         return meta
@@ -561,16 +611,20 @@ def layer_model_server():
                                       0o644)})
 
 
-def push_image(repo, tag, layers, labels, architecture=None):
-    a = architecture or arch()[0]
+def push_image(repo, tag, layers, labels, platform_=None, style=None):
+    a, variant = platform_ or (arch()[0], None)
+    st = IMAGE_STYLES[style] if style else {"Entrypoint": None, "Cmd": ["/bin/bash"], "WorkingDir": "", "Env": []}
     config = {
         "architecture": a, "os": "linux",
         "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                           "LANG=C.UTF-8"],
-                   "Cmd": ["/bin/bash"], "Labels": labels},
+                           "LANG=C.UTF-8"] + st["Env"],
+                   "Entrypoint": st["Entrypoint"], "Cmd": st["Cmd"], "WorkingDir": st["WorkingDir"],
+                   "Labels": labels},
         "rootfs": {"type": "layers", "diff_ids": [m["diff_id"] for m in layers]},
         "history": [{"created_by": "sparkops lab layer %d" % i} for i in range(len(layers))],
     }
+    if variant:
+        config["variant"] = variant
     cfg = json.dumps(config, sort_keys=True).encode()
     cfg_digest = "sha256:" + hashlib.sha256(cfg).hexdigest()
     for m in layers:
@@ -613,13 +667,15 @@ def build_images():
                                        "sparkops.torch.version": TORCH_VERSION}))
     images = {"engine_base": ref, "no_ray": no_ray, "engine_torch": with_torch}
     serve = layer_model_server()
-    for image, engine, version, how, with_ray, architecture in ENGINE_RELEASES:
+    ngc = layer_files("ngc-entrypoint", {NGC_ENTRYPOINT: (NGC_WRAPPER, 0o755)})
+    for image, engine, version, how, with_ray, platform_, style in ENGINE_RELEASES:
         repo, tag = image.split(":")
-        layers = [base] + ([ray] if with_ray else []) + [layer_engine(engine, version, how), serve]
+        layers = ([base] + ([ray] if with_ray else []) + [layer_engine(engine, version, how), serve]
+                  + ([ngc] if style == "ngc" else []))
         images[image] = push_image(repo, tag, layers, {
             "org.opencontainers.image.title": "sparkops lab %s %s (real release source tree, "
                                               "installed %s; cannot run it: no GPU)" % (engine, version, how),
-            "sparkops.lab": "true"}, architecture=architecture)[0]
+            "sparkops.lab": "true"}, platform_=platform_, style=style)[0]
     # an image without Python (one small layer): what a probe meets in a non-engine image
     images["no_python"] = push_image("sparkops/lab-nopython", "1", [layer_files("nopython", {
         "/etc/os-release": ("NAME=\"sparkops lab image without python\"\n", 0o644)})],

@@ -141,7 +141,10 @@ def ray_container(o):
         "ulimits": list(o.get("ulimits") or []),
         "env": env,
         "mounts": ray_mounts(o["tmp_dir"], auth, o.get("token_file") or ""),
-        "command": ray_command(o),
+        # the program set explicitly: an image's own ENTRYPOINT (vLLM's official image has
+        # ["vllm", "serve"], NGC's a banner script) would otherwise get `ray start` as arguments
+        "entrypoint": ray_command(o)[:2],
+        "command": ray_command(o)[2:],
     })
     spec["labels"]["sparkops.gcs"] = o["gcs_address"]
     return _hashed(spec)
@@ -216,10 +219,11 @@ def engine_container(o):
 def preflight_run_args(p, backend, script):
     """`docker run` arguments (after `docker`) of the fabric preflight's all-reduce, rank p['rank']."""
     args = ["run", "--rm", "--name", p["name"], "--network", "host", "--ipc", "host",
-            "--env-file", p["env_file"], "-e", "NCCL_DEBUG=INFO"]
+            "--env-file", p["env_file"], "-e", "NCCL_DEBUG=INFO",
+            "--entrypoint", "timeout"]  # never the image's own ENTRYPOINT
     if p["gpus"]:
         args += ["--gpus", "all"]
     return args + list(p["docker_args"]) + [
-        p["image"], "timeout", "-k", "5", str(p["timeout"]), "python3", "-c", script,
+        p["image"], "-k", "5", str(p["timeout"]), "python3", "-c", script,
         str(p["rank"]), str(p["world_size"]), p["master_address"], str(p["master_port"]),
         str(p["size_mib"]), str(p["iterations"]), backend, str(p["timeout"])]

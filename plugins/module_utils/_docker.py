@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import re
@@ -110,6 +111,22 @@ def image_repository(ref):
     return repo
 
 
+# what of an image's config decides how it runs (not its creation time, not store details)
+CONTENT_CONFIG_KEYS = ("Entrypoint", "Cmd", "Env", "WorkingDir", "User", "Labels", "ExposedPorts", "Volumes")
+
+
+def content_id(data):
+    """One `docker image inspect` document -> an id of the image's content that is the same in
+    every image store: the platform, the layers' diff ids and the run config. (`Id` is the config
+    digest in the classic store but the manifest digest in the containerd store, so the same
+    image has two ids on a mixed cluster; an image loaded with `docker load` has no repo digest.)"""
+    config = data.get("Config") or {}
+    plat = platform(data.get("Os"), data.get("Architecture"), data.get("Variant"))
+    body = {"platform": platform_text(plat), "layers": (data.get("RootFS") or {}).get("Layers") or [],
+            "config": dict((k, config.get(k)) for k in CONTENT_CONFIG_KEYS if config.get(k))}
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def image_facts(ref, data):
     """One `docker image inspect` document -> what the collection uses of it.
 
@@ -120,7 +137,8 @@ def image_facts(ref, data):
     repo = image_repository(ref)
     digest = next((d for d in digests if d.split("@")[0] == repo), digests[0] if digests else None)
     plat = platform(data.get("Os"), data.get("Architecture"), data.get("Variant"))
-    return {"image": ref, "id": data.get("Id"), "digest": digest, "repo_digests": digests,
+    return {"image": ref, "id": data.get("Id"), "content_id": content_id(data), "digest": digest,
+            "repo_digests": digests,
             "platform": platform_text(plat), "os": plat["os"], "architecture": plat["architecture"],
             "variant": plat["variant"], "config": data.get("Config") or {},
             "graph": data.get("GraphDriver") or {}}
@@ -295,6 +313,11 @@ class Docker(object):
     def image_id(self, ref):
         rc, out, dummy = self.run(["image", "inspect", "--format", "{{.Id}}", ref])
         return out.strip() if rc == 0 and out.strip() else None
+
+    def content_id(self, ref):
+        """content_id() of ref on this host, or None when it is not here."""
+        data, dummy = self.image_inspect(ref)
+        return content_id(data) if data else None
 
     # containers
     def container(self, name):

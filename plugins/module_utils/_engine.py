@@ -379,6 +379,7 @@ def result(image_info, facts, architectures, method):
     return {
         "image": image_info.get("image"),
         "id": image_info.get("id"),
+        "content_id": image_info.get("content_id"),
         "digest": image_info.get("digest"),
         "platform": image_info.get("platform"),
         "engine": engine,
@@ -421,6 +422,12 @@ def model_architectures(text, path):
 
 # ----------------------------------------------------------------------------- selection
 
+def same_image_key(res):
+    """What says two hosts hold the same image: its content id (store-independent); an id or
+    a digest from a probe of an older version of this collection."""
+    return res.get("content_id") or res.get("id") or res.get("digest")
+
+
 def candidate_problems(image, per_host, host_platforms, need_ray):
     """Why a candidate cannot serve the model (empty list: it can).
 
@@ -436,11 +443,12 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
     ok = dict((h, r) for h, r in per_host.items() if not r.get("error") and not r.get("pending"))
     if not ok:
         return problems
-    digests = set(r.get("id") or r.get("digest") for r in ok.values())  # ids: content, however obtained
-    if len(digests) > 1:
+    # content ids: the same in the classic and the containerd image store, however obtained
+    contents = set(same_image_key(r) for r in ok.values())
+    if len(contents) > 1:
         problems.append("the hosts hold different images under this name (%s): the tag moved between "
                         "pulls; pull it again on every host (engine_image_pull_policy: always)"
-                        % ", ".join("%s %s" % (h, (r.get("id") or r.get("digest") or "?")[7:19])
+                        % ", ".join("%s %s" % (h, (same_image_key(r) or "?")[7:19])
                                     for h, r in sorted(ok.items())))
     for h, r in sorted(ok.items()):
         want = host_platforms.get(h)

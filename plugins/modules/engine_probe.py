@@ -124,7 +124,15 @@ digest:
   returned: always
   type: str
 id:
-  description: The image id (content address of its configuration).
+  description:
+    - The image id on this host - the digest of its configuration in Docker's classic image store,
+      of its manifest in the containerd image store. The probe cache is keyed by it.
+  returned: always
+  type: str
+content_id:
+  description:
+    - An id of the image's content that is the same in every image store - platform, layer diff
+      ids and run config hashed. Hosts whose copies have equal content ids hold the same image.
   returned: always
   type: str
 architectures:

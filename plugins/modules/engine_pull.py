@@ -112,7 +112,8 @@ def describe(docker, image):
     facts = docker.image(image)
     if facts is None:
         return None
-    return {"id": facts["id"], "digest": facts["digest"], "platform": facts["platform"]}
+    return {"id": facts["id"], "content_id": facts["content_id"], "digest": facts["digest"],
+            "platform": facts["platform"]}
 
 
 def reason(image, text, timed_out, attempts, timeout):

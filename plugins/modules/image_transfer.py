@@ -19,7 +19,8 @@ description:
     it, then exits. Nothing is written to disk or held in memory.
   - O(mode=receive) (on each other host) connects to O(address):O(port) (retrying while the
     sender starts), presents O(token) and streams it into the Docker API's load; then checks that
-    each image's id equals O(expect_ids) - the same content, verified.
+    each image's content id equals O(expect_ids) - the same content, verified (the content id is
+    the same in Docker's classic and containerd image stores, where the image ids differ).
   - Images already present with the expected id are not transferred (the receiver says so and
     the sender is told to skip).
 author:
@@ -55,7 +56,8 @@ options:
     type: int
     default: 1
   expect_ids:
-    description: Image id each image must have after loading, by reference (mode receive).
+    description: Content id each image must have after loading, by reference (mode receive); the
+      C(content_id) of M(sparkops.inference.engine_probe) on the sending host.
     type: dict
     default: {}
   timeout:
@@ -94,7 +96,7 @@ seconds:
   returned: always
   type: float
 ids:
-  description: Image ids after the transfer, by reference (mode receive).
+  description: Content ids after the transfer, by reference.
   returned: always
   type: dict
 skipped:
@@ -115,7 +117,8 @@ CHUNK = 1 << 20
 
 
 def image_ids(docker, images):
-    return dict((image, docker.image_id(image)) for image in images)
+    """Each image's content id on this host (None: not here)."""
+    return dict((image, docker.content_id(image)) for image in images)
 
 
 def send(module, docker, p):

@@ -55,6 +55,25 @@ def test_cluster_spans_both_hosts_with_their_gpus(cluster):
     assert "/2.0 GPU" in out
 
 
+def test_ray_runs_whatever_the_images_entrypoint(cluster):
+    """The selected image has vLLM's official ENTRYPOINT ["vllm", "serve"] (as on real hosts):
+    the Ray containers set their own, so `ray start` is not handed to `vllm serve` as arguments;
+    the ray.yml run with an NGC-style image (a banner script that execs its arguments) too."""
+    def entrypoint(fmt, name):
+        return json.loads(ssh(SPARK1, "docker %s inspect -f '{{json .Config.Entrypoint}}' %s" % (fmt, name)).out)
+    assert entrypoint("image", SELECTED) == ["vllm", "serve"]
+    assert entrypoint("container", "sparkops-ray-head") == ["ray", "start"]
+    ngc = "10.77.0.5:5000/sparkops/lab-vllm:0.14.0"
+    res = playbook("playbooks/ray.yml", "-i", "inventories/lab", "-e", "ray_cluster_image=" + ngc)
+    try:
+        assert res.returncode == 0, res.out[-3000:]
+        assert entrypoint("image", ngc) == ["/opt/nvidia/nvidia_entrypoint.sh"]
+        assert entrypoint("container", "sparkops-ray-head") == ["ray", "start"]
+        assert ray_status().count(" node_") == 2
+    finally:
+        assert ray().returncode == 0  # back to the selected image for the tests after this one
+
+
 def test_nodes_advertise_their_fabric_addresses(cluster):
     res = ssh(SPARK1, "docker exec sparkops-ray-head python3 -c \"import ray; ray.init(address='auto', "
                       "logging_level='ERROR'); print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))\"")

@@ -62,3 +62,15 @@ def test_no_candidate_message_names_archs_hosts_table_and_fix():
     assert pending(res["rows"]) is False
     hostvars["s1"]["sparkops_engine_probes"] = {"img:a": {"pending": True}}
     assert pending(engine_select(["img:a"], ["s1"], hostvars)["rows"]) is True
+
+
+def test_one_image_in_two_stores_is_one_image_a_moved_tag_is_not():
+    a = dict(probe("img:a", "native", image_id="sha256:979bfb"), content_id="sha256:c1", item=None)
+    b = dict(probe("img:a", "native", image_id="sha256:bbd704"), content_id="sha256:c1", item=None)
+    hostvars = {"s1": {"sparkops_host": {"architecture": "aarch64"}, "sparkops_engine_probes": {"img:a": a}},
+                "s2": {"sparkops_host": {"architecture": "aarch64"}, "sparkops_engine_probes": {"img:a": b}}}
+    assert engine_select(["img:a"], ["s1", "s2"], hostvars)["selected"] == "img:a"  # classic + containerd
+    hostvars["s2"]["sparkops_engine_probes"]["img:a"] = dict(b, content_id="sha256:c2")
+    res = engine_select(["img:a"], ["s1", "s2"], hostvars)
+    assert res["selected"] is None
+    assert "the hosts hold different images under this name" in res["rows"][0]["reasons"][0]

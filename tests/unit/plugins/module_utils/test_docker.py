@@ -276,3 +276,20 @@ def test_socket_path_from_docker_host():
     assert _docker.socket_path({}) == "/var/run/docker.sock"
     with pytest.raises(DockerError, match="only a unix socket"):
         _docker.socket_path({"DOCKER_HOST": "tcp://10.0.0.1:2375"})
+
+
+def test_the_same_image_in_both_stores_has_two_ids_and_one_content_id(fixture_text):
+    """Both documents CAPTURED: lab-vllm:0.17.0-arm64 pulled from the lab registry by dockerd
+    20.10 (classic overlay2 store) and by dockerd 26.1.5 (containerd store)."""
+    ref = "10.77.0.5:5000/sparkops/lab-vllm:0.17.0-arm64"
+    classic = image_facts(ref, load(fixture_text, "image-inspect-lab-20.10-arm64.json"))
+    containerd = image_facts(ref, load(fixture_text, "image-inspect-26.1-containerd-lab-arm64.json"))
+    assert classic["id"] != containerd["id"]  # config digest vs manifest digest
+    assert containerd["id"] == containerd["digest"].split("@")[1]
+    assert classic["content_id"] == containerd["content_id"]
+    other = load(fixture_text, "image-inspect-26.1-containerd-lab-arm64.json")
+    other["RootFS"]["Layers"] = other["RootFS"]["Layers"][:-1]
+    assert image_facts(ref, other)["content_id"] != classic["content_id"]  # other layers: another image
+    other = load(fixture_text, "image-inspect-26.1-containerd-lab-arm64.json")
+    other["Config"]["Entrypoint"] = ["/bin/sh"]
+    assert image_facts(ref, other)["content_id"] != classic["content_id"]  # another way to run it
