@@ -51,9 +51,16 @@ mkdir -p /run/sshd /run/lock
 ip link set lo up
 
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# A host of `lab up --docker26`: its dockerd and containerd come from the directory named in
+# docker-bin (a current Docker, the containerd image store), with the lowest API it accepts.
+docker_env=()
+if [ -f "$hostdir/docker-bin" ]; then
+    read -r docker_bin min_api <"$hostdir/docker-bin"
+    docker_env=("PATH=$docker_bin:$PATH" "DOCKER_MIN_API_VERSION=$min_api")
+fi
 # dockerd (with its own managed containerd); also listens on a socket in the
 # host directory so the controller can reach it without ssh.
-dockerd --config-file /etc/docker/daemon.json \
+env "${docker_env[@]}" dockerd --config-file /etc/docker/daemon.json \
     -H unix:///run/docker.sock -H "unix://$hostdir/docker.sock" \
     >/var/log/dockerd.log 2>&1 &
 

@@ -13,7 +13,10 @@ nvidia-container-runtime-hook. Images are built from a debootstrap root,
 written straight into the lab registry through its HTTP API (no Docker engine
 and no internet registry on the controller), and cached by content.
 
-    lab/lab up [--hosts N] [--fresh]   bring the lab up (idempotent)
+    lab/lab up [--hosts N] [--fresh] [--docker26 HOSTS]
+                                       bring the lab up (idempotent); --docker26 spark2: those
+                                       hosts run a current Docker (26.1, containerd image store,
+                                       API 1.44 at least, as Docker 29), the others Debian 12's 20.10
     lab/lab down [--purge]             take it down; --purge also drops host disks
     lab/lab status [--json]            what runs
     lab/lab images                     build and push the lab images only
@@ -419,6 +422,47 @@ def file_digest(*paths):
     return h.hexdigest()
 
 
+# A current Docker for the hosts named with --docker26: Debian trixie's docker.io and containerd,
+# unpacked (dpkg -x) into the lab cache, so the machine's Docker 20.10 stays as it is. Their
+# dockerd runs the containerd image store and refuses API versions below 1.44 (the daemon's
+# DOCKER_MIN_API_VERSION, which Docker 29 raises to 1.44 by default). trixie's runc needs a newer
+# glibc than bookworm's: the machine's runc serves both Dockers.
+DOCKER26 = os.path.join(CACHE, "docker26")
+DOCKER26_PACKAGES = ("docker.io", "containerd")
+DOCKER26_BINARIES = ("usr/sbin/dockerd", "usr/sbin/docker-proxy", "usr/bin/docker-init", "usr/bin/containerd",
+                     "usr/bin/containerd-shim-runc-v2", "usr/bin/ctr")
+DOCKER26_MIN_API = "1.44"
+
+
+def ensure_docker26():
+    """The directory holding the current Docker's binaries (fetched and unpacked once)."""
+    bindir = os.path.join(DOCKER26, "bin")
+    if all(os.path.exists(os.path.join(bindir, os.path.basename(b))) for b in DOCKER26_BINARIES):
+        return bindir
+    log("fetching Debian trixie's docker.io and containerd (unpacked into %s; nothing installed)" % DOCKER26)
+    apt, debs, root = (os.path.join(DOCKER26, d) for d in ("apt", "debs", "root"))
+    for d in (os.path.join(apt, "lists", "partial"), os.path.join(apt, "cache", "archives", "partial"), debs):
+        os.makedirs(d, exist_ok=True)
+    sources = os.path.join(apt, "sources.list")
+    write(sources, "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s trixie main\n"
+          % debian_mirror())
+    opts = ["-o", "Dir::Etc::sourcelist=" + sources, "-o", "Dir::Etc::sourceparts=/nonexistent",
+            "-o", "Dir::State::Lists=" + os.path.join(apt, "lists"), "-o", "Dir::Cache=" + os.path.join(apt, "cache"),
+            "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"]
+    run(["apt-get"] + opts + ["update", "-qq"])
+    run(["apt-get"] + opts + ["download"] + list(DOCKER26_PACKAGES), cwd=debs)
+    for deb in sorted(os.listdir(debs)):
+        run(["dpkg", "-x", os.path.join(debs, deb), root])
+    os.makedirs(bindir, exist_ok=True)
+    for b in DOCKER26_BINARIES:
+        link = os.path.join(bindir, os.path.basename(b))
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(root, b), link)
+    version = run([os.path.join(bindir, "dockerd"), "--version"]).stdout.strip()
+    log("current Docker ready: %s" % version)
+    return bindir
+
+
 def debian_mirror():
     """The Debian mirror this machine's apt already uses (no host is hard-coded)."""
     for path in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"):
@@ -699,7 +743,8 @@ def write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def prepare_host(i, total):
+def prepare_host(i, total, docker26=False):
+    """The host's files; docker26: it runs the current Docker (containerd image store)."""
     name = host_name(i)
     hdir = host_dir(name)
     sdir = os.path.join(hdir, "ssh")
@@ -731,14 +776,22 @@ def prepare_host(i, total):
         hosts.append("%s %s-fabric" % (fabric_ip(j), host_name(j)))
     write(os.path.join(upper, "etc/hosts"), "\n".join(hosts) + "\n")
     write(os.path.join(upper, "etc/hostname"), name + "\n")
-    write(os.path.join(upper, "etc/docker/daemon.json"), json.dumps({
+    daemon = {
         "insecure-registries": [REGISTRY],
         "runtimes": {"nvidia": {"path": "runc"}},
         "storage-driver": "overlay2",
         "iptables": False,
         "log-driver": "json-file",
         "log-opts": {"max-size": "10m", "max-file": "2"},
-    }, indent=2) + "\n")
+    }
+    marker = os.path.join(hdir, "docker-bin")
+    if docker26:
+        del daemon["storage-driver"]  # the containerd image store's snapshotter instead
+        daemon["features"] = {"containerd-snapshotter": True}
+        write(marker, "%s %s\n" % (ensure_docker26(), DOCKER26_MIN_API))
+    elif os.path.exists(marker):
+        os.unlink(marker)
+    write(os.path.join(upper, "etc/docker/daemon.json"), json.dumps(daemon, indent=2) + "\n")
     for tool in ("nvidia-smi", "nvidia-container-runtime-hook"):
         dst = os.path.join(upper, "usr/local/bin", tool)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -793,7 +846,7 @@ def start_host(i, state):
         stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         start_new_session=True)
     state["hosts"][name] = {"index": i, "pid": proc.pid, "mgmt": mgmt_ip(i), "fabric": fabric_ip(i),
-                            "dir": hdir}
+                            "dir": hdir, "docker26": os.path.exists(os.path.join(hdir, "docker-bin"))}
     save_state(state)
 
 
@@ -901,6 +954,18 @@ def cmd_up(args):
     ensure_packages()
     state = load_state()
     wanted = [host_name(i) for i in range(1, args.hosts + 1)]
+    docker26 = set(n for n in (args.docker26 or "").split(",") if n)
+    if docker26 - set(wanted):
+        raise LabError("--docker26 names %s, which are not among the hosts (%s)"
+                       % (", ".join(sorted(docker26 - set(wanted))), ", ".join(wanted)))
+    # a host whose Docker changes starts afresh: the two image stores do not share a disk
+    for name in sorted(set(state["hosts"]) & set(wanted)):
+        if bool(state["hosts"][name].get("docker26")) != (name in docker26):
+            log("restarting %s with %s" % (name, "the current Docker (containerd store)" if name in docker26
+                                           else "Docker 20.10"))
+            stop_host(name, state["hosts"].pop(name))
+            for d in ("docker", "containerd"):
+                shutil.rmtree(os.path.join(host_dir(name), d), ignore_errors=True)
     stopped = sorted(set(state["hosts"]) - set(wanted))
     for name in stopped:
         log("stopping %s (not in --hosts %d)" % (name, args.hosts))
@@ -917,7 +982,7 @@ def cmd_up(args):
     ensure_registry(state)
     started = []
     for i, name in enumerate(wanted, 1):
-        prepare_host(i, args.hosts)
+        prepare_host(i, args.hosts, name in docker26)
         h = state["hosts"].get(name)
         if h and pid_alive(h["pid"]) and netns_exists(name):
             continue
@@ -1063,6 +1128,8 @@ def main(argv=None):
     up.add_argument("--hosts", type=int, default=int(os.environ.get("SPARKOPS_LAB_HOSTS", "2")))
     up.add_argument("--fresh", action="store_true", help="wipe the hosts' disks first")
     up.add_argument("--no-images", action="store_true", help="skip building/pushing images")
+    up.add_argument("--docker26", metavar="HOSTS", default="",
+                    help="comma-separated hosts that run a current Docker (containerd store, API >= 1.44)")
     down = sub.add_parser("down", help="take the lab down")
     down.add_argument("--purge", action="store_true", help="also delete the hosts' disks")
     st = sub.add_parser("status", help="what runs")

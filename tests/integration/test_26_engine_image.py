@@ -41,7 +41,7 @@ def test_probe_playbook_selects_vllm_017_and_explains_the_rest(lab):
     assert "%slab-vllm:0.17.0 selected vllm 0.17.0" % REG in out
     assert "vllm 0.14.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 in out
     assert "sglang 0.5.4 lacks %s" % QWEN35 in out
-    assert "built for linux/arm64, spark1 is linux/amd64" in out
+    assert "built for linux/arm64/v8, spark1 is linux/amd64" in out  # the variant as Docker reports it
     assert "no Ray in the image" in out  # SGLang 0.5.10 has the model but no Ray
 
 
@@ -78,7 +78,7 @@ def test_probe_module_static_runtime_cached(lab):
     nopy = probe("lab-nopython:1", "runtime", "")
     assert "has no python3" in " ".join(nopy["errors"])
     arm = probe("lab-vllm:0.17.0-arm64", "runtime", "")
-    assert "is built for linux/arm64 and this host is linux/amd64" in flat(" ".join(arm["errors"]))
+    assert "is built for linux/arm64/v8 and this host is linux/amd64" in flat(" ".join(arm["errors"]))
 
 
 def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
