@@ -105,9 +105,9 @@ def test_the_engine_shm_size_and_gpus_are_in_the_spec():  # they were left out o
 def test_ray_head_and_worker_commands():
     head = ray_container(copy.deepcopy(RAY))
     assert head["entrypoint"] == ["ray", "start"]  # whatever the image's own ENTRYPOINT is
-    assert head["entrypoint"] + head["command"] == ["ray", "start", "--head", "--port", "6379", "--block", "--node-ip-address",
-                               "192.168.100.10", "--num-gpus", "1", "--disable-usage-stats",
-                               "--include-dashboard", "false"]
+    assert head["entrypoint"] + head["command"] == [
+        "ray", "start", "--head", "--port", "6379", "--block", "--node-ip-address", "192.168.100.10",
+        "--num-gpus", "1", "--disable-usage-stats", "--include-dashboard", "false"]
     assert head["env"] == {"VLLM_HOST_IP": "192.168.100.10", "RAY_NODE_IP_ADDRESS": "192.168.100.10",
                            "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/run/sparkops/ray-token"}
     assert head["network_mode"] == "host" and head["ipc_mode"] == "host"
