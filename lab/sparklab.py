@@ -264,6 +264,12 @@ def remove_bridges():
             run(["ip", "link", "del", br])
 
 
+def stable_mac(ns, iface):
+    """A locally administered unicast MAC derived from the host and interface names."""
+    digest = hashlib.sha256(("%s/%s" % (ns, iface)).encode()).digest()
+    return "02:" + ":".join("%02x" % b for b in digest[:5])
+
+
 def plumb(ns, index_tag, links):
     """Create netns `ns` with veth pairs: links = [(inner name, bridge, cidr, mtu)]."""
     if not netns_exists(ns):
@@ -276,6 +282,9 @@ def plumb(ns, index_tag, links):
             run(["ip", "link", "add", outer, "mtu", str(mtu), "type", "veth",
                  "peer", "name", inner, "mtu", str(mtu), "netns", ns])
             run(["ip", "link", "set", outer, "master", bridge, "up"])
+            # a MAC that stays the same when the host restarts: its peers' ARP caches stay right
+            # (a new MAC each start left them sending to the old one for seconds)
+            run(["ip", "-n", ns, "link", "set", inner, "address", stable_mac(ns, inner)])
             run(["ip", "-n", ns, "addr", "add", cidr, "dev", inner])
         run(["ip", "-n", ns, "link", "set", inner, "up"])
     run(["ip", "-n", ns, "link", "set", "lo", "up"])

@@ -42,6 +42,12 @@ def served(mixed):
     return res
 
 
+def test_the_restarted_host_is_reachable_over_the_fabric_at_once(mixed):
+    """spark2 was just restarted (with its other Docker): its interfaces keep their MACs, so
+    spark1's ARP cache still points at it (a new MAC left it unreachable for seconds)."""
+    assert ssh(SPARK1, "timeout 3 bash -c '</dev/tcp/192.168.77.12/22'").returncode == 0
+
+
 def test_spark2_runs_a_current_docker_that_refuses_old_api_versions(mixed):
     out = ssh(SPARK2, "docker version -f '{{.Server.Version}} {{.Server.MinAPIVersion}}'").out.split()
     assert out[0].startswith("26.") and out[1] == "1.44"
