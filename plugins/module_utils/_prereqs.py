@@ -9,7 +9,10 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.sparkops.inference.plugins.module_utils._docker import architecture
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import architecture, version_tuple
+
+# The oldest Docker engine this collection is tested with (the lab's Debian 12 docker.io, API 1.41).
+MIN_DOCKER = "20.10"
 
 # uname -m -> the platform architecture images use (linux/<this>)
 docker_arch = architecture
@@ -39,6 +42,11 @@ def evaluate(info, min_free_gib, require_gpu_runtime):
     elif info.get("docker_error"):
         problems.append("the Docker engine is not reachable (%s): start it (systemctl start "
                         "docker) and make sure this user may use it" % info["docker_error"])
+    elif (info.get("docker") or {}).get("server_version") and \
+            version_tuple(info["docker"]["server_version"]) < version_tuple(MIN_DOCKER):
+        problems.append("the Docker engine is %s, older than %s, the oldest this collection supports: "
+                        "upgrade Docker (DGX OS: apt-get install --only-upgrade docker-ce)"
+                        % (info["docker"]["server_version"], MIN_DOCKER))
     if require_gpu_runtime and info.get("docker") and not info.get("gpu_runtime"):
         problems.append("no NVIDIA container runtime: Docker runtimes are %s and "
                         "nvidia-container-runtime-hook is not on PATH; install the NVIDIA "
@@ -48,6 +56,9 @@ def evaluate(info, min_free_gib, require_gpu_runtime):
         problems.append("Python %s on this host lacks the 'requests' library that "
                         "community.docker needs: install it (Debian/Ubuntu: apt-get install "
                         "python3-requests)" % info.get("python", "?"))
+    if "timeout" in info and not info["timeout"]:
+        problems.append("coreutils' timeout is not on PATH (%s): it bounds every pull and probe; "
+                        "install coreutils" % info.get("path", "?"))
     free = info.get("free_disk_gib")
     if min_free_gib and free is not None and free < min_free_gib:
         problems.append("only %.1f GiB free under %s: expected at least %s GiB for the engine "

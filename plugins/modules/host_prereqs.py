@@ -70,6 +70,7 @@ ansible_facts:
         gpu_runtime: true
         python: /usr/bin/python3
         python_requests: true
+        timeout: /usr/bin/timeout
         free_disk_gib: 812.4
         disk_path: /var/lib/docker
 """
@@ -129,6 +130,8 @@ def main():
             info["docker_error"] = "; ".join(errors)
         else:
             info["docker"] = parsed
+    info["timeout"] = module.get_bin_path("timeout")
+    info["path"] = os.environ.get("PATH", "")
     hook = module.get_bin_path("nvidia-container-runtime-hook")
     runtimes = (info["docker"] or {}).get("runtimes", [])
     info["gpu_runtime"] = bool("nvidia" in runtimes or hook or any(os.path.exists(p) for p in CDI_SPECS))

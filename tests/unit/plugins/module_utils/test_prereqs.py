@@ -73,3 +73,23 @@ def test_no_docker_cli():
     info.update(docker_cli=None, docker=None)
     (problem,) = evaluate(info, 0, True)
     assert "docker CLI was not found" in problem
+
+
+@pytest.mark.parametrize("version,ok", [("20.10.24+dfsg1", True), ("26.1.5+dfsg1", True), ("29.0.1", True),
+                                        ("19.03.15", False), ("1.13.1", False)])
+def test_docker_too_old_is_named_with_its_version(version, ok):
+    info = good()
+    info["docker"] = dict(info["docker"], server_version=version)
+    problems = evaluate(info, 0, True)
+    if ok:
+        assert problems == []
+    else:
+        (problem,) = problems
+        assert "the Docker engine is %s, older than 20.10" % version in problem and "upgrade Docker" in problem
+
+
+def test_no_timeout_binary():
+    info = dict(good(), timeout=None, path="/usr/bin:/bin")
+    (problem,) = evaluate(info, 0, True)
+    assert "coreutils' timeout is not on PATH (/usr/bin:/bin)" in problem and "install coreutils" in problem
+    assert evaluate(dict(good(), timeout="/usr/bin/timeout"), 0, True) == []
