@@ -132,6 +132,7 @@ def ray_container(o):
     _need(o, "name", "image", "address", "gcs_address", "tmp_dir")
     auth = _flag(o.get("auth", True))
     spec = _base(o, "ray-head" if _flag(o.get("head")) else "ray-worker")
+    cmd = ray_command(o)
     env = ray_env(o["address"], auth)
     env.update(dict((str(k), str(v)) for k, v in (o.get("env") or {}).items()))
     spec.update({
@@ -143,8 +144,8 @@ def ray_container(o):
         "mounts": ray_mounts(o["tmp_dir"], auth, o.get("token_file") or ""),
         # the program set explicitly: an image's own ENTRYPOINT (vLLM's official image has
         # ["vllm", "serve"], NGC's a banner script) would otherwise get `ray start` as arguments
-        "entrypoint": ray_command(o)[:2],
-        "command": ray_command(o)[2:],
+        "entrypoint": cmd[:2],
+        "command": cmd[2:],
     })
     spec["labels"]["sparkops.gcs"] = o["gcs_address"]
     return _hashed(spec)
