@@ -75,6 +75,8 @@ ENGINE_RELEASES = [
      "vllm-official"),
     ("sparkops/lab-vllm:0.17.0", "vllm", "0.17.0", "wheel", True, None, "vllm-official"),  # has Qwen3.5
     ("sparkops/lab-sglang:0.5.10", "sglang", "0.5.10", "editable-finder", False, None, "sglang"),  # no Ray
+    # the same SGLang with Ray: a candidate the deploy can run SGLang's multi-node launcher from
+    ("sparkops/lab-sglang:0.5.10-ray", "sglang", "0.5.10", "editable-finder", True, None, "sglang"),
 ]
 # What the real images' Dockerfiles set, so that every container the collection starts from a
 # candidate must set its entrypoint itself (as on real hosts):

@@ -1,10 +1,17 @@
 """LAB STAND-IN for an inference engine's OpenAI-compatible server (vllm serve / sglang).
 
 The lab has no GPU, so no real engine can load a model. This stand-in is built into the lab
-engine images (/opt/sparkops-lab/model_server.py) and takes vLLM's command line. Before it
-answers /health it proves the Ray cluster can hold the model: it connects to the running Ray
-cluster and places one actor per rank (tensor x pipeline parallel size), each in a bundle of one GPU of a
-SPREAD placement group, as vLLM's Ray executor does, and checks that every node got a rank. Then it serves:
+engine images (/opt/sparkops-lab/model_server.py) and takes vLLM's or SGLang's command line.
+
+vLLM (`serve MODEL ...`): before it answers /health it proves the Ray cluster can hold the
+model: it connects to the running Ray cluster and places one actor per rank (tensor x pipeline
+parallel size), each in a bundle of one GPU of a SPREAD placement group, as vLLM's Ray executor
+does, and checks that every node got a rank.
+
+SGLang (`--model-path MODEL --nnodes N --node-rank R --dist-init-addr HOST:PORT ...`, one
+process per host, no Ray): as SGLang's torch.distributed rendezvous, rank 0 listens at the
+dist-init address and waits for ranks 1..N-1 to join over the fabric; the other ranks connect
+there, and exit when rank 0 goes away. Only rank 0 serves. Then it serves:
 
     GET  /health                 200 once the actors are placed
     GET  /v1/models              {"data": [{"id": <served model name>, ...}]}
@@ -17,6 +24,7 @@ Not a model: the "completion" is text made by the stand-in. Labelled as such in 
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -44,6 +52,110 @@ def parse_args(argv):
     if unknown:
         print("stand-in: ignoring engine options %s" % " ".join(unknown), flush=True)
     return args
+
+
+def parse_sglang_args(argv):
+    p = argparse.ArgumentParser(prog="sparkops-lab model server (stand-in, SGLang's command line)")
+    p.add_argument("command", nargs="?", default="serve")
+    p.add_argument("--model-path", required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--tp-size", type=int, default=1)
+    p.add_argument("--mem-fraction-static", type=float, default=None)
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=0)
+    p.add_argument("--dist-init-addr", default=None)
+    p.add_argument("--context-length", type=int, default=None)
+    p.add_argument("--placement-timeout", type=float,
+                   default=float(os.environ.get("SPARKOPS_LAB_PLACEMENT_TIMEOUT", "60")))
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        print("stand-in: ignoring engine options %s" % " ".join(unknown), flush=True)
+    args.model, args.max_model_len = args.model_path, args.context_length
+    return args
+
+
+def _send(sock, obj):
+    sock.sendall((json.dumps(obj) + "\n").encode())
+
+
+def _watch(sock, what):
+    """Block on a rank's connection; when it closes, exit as an engine does when a rank dies."""
+    def run():
+        try:
+            while sock.recv(4096):
+                pass
+        except OSError:
+            pass
+        print("stand-in: error: %s is gone: exiting" % what, flush=True)
+        os._exit(1)
+    threading.Thread(target=run, daemon=True).start()
+
+
+def sglang_rendezvous(args):
+    """Ranks 0..nnodes-1 meet at --dist-init-addr (rank 0 listens). Returns every rank's node."""
+    if args.nnodes < 1 or not 0 <= args.node_rank < args.nnodes:
+        raise RuntimeError("--node-rank %d is not in 0..%d (--nnodes %d)"
+                           % (args.node_rank, args.nnodes - 1, args.nnodes))
+    if args.tp_size % args.nnodes:
+        raise RuntimeError("--tp-size %d is not a multiple of --nnodes %d" % (args.tp_size, args.nnodes))
+    if args.nnodes == 1:
+        return [{"rank": 0, "ip": args.host}]
+    if not args.dist_init_addr or ":" not in args.dist_init_addr:
+        raise RuntimeError("--dist-init-addr HOST:PORT is needed with --nnodes %d" % args.nnodes)
+    host, port = args.dist_init_addr.rsplit(":", 1)
+    deadline = time.time() + args.placement_timeout
+    if args.node_rank == 0:
+        srv = socket.create_server((host, int(port)))  # fails like torch when the port is taken
+        srv.settimeout(1)
+        nodes, peers = [{"rank": 0, "ip": host}], []
+        print("stand-in: rank 0 waiting at %s for %d ranks" % (args.dist_init_addr, args.nnodes - 1), flush=True)
+        while len(nodes) < args.nnodes:
+            if time.time() > deadline:
+                raise RuntimeError("ranks %s did not join %s within %.0f s" % (
+                    sorted(set(range(args.nnodes)) - set(n["rank"] for n in nodes)),
+                    args.dist_init_addr, args.placement_timeout))
+            try:
+                conn, addr = srv.accept()
+            except socket.timeout:
+                continue
+            conn.settimeout(10)
+            try:
+                hello = json.loads(conn.makefile().readline() or "{}")
+            except (OSError, ValueError):
+                conn.close()
+                continue
+            rank = hello.get("rank")
+            if not isinstance(rank, int) or rank in [n["rank"] for n in nodes] or not 0 < rank < args.nnodes:
+                _send(conn, {"error": "rank %r is taken or out of range" % rank})
+                conn.close()
+                continue
+            conn.settimeout(None)
+            nodes.append({"rank": rank, "ip": addr[0]})
+            peers.append((rank, conn))
+            print("stand-in: rank %d joined from %s" % (rank, addr[0]), flush=True)
+        for rank, conn in peers:
+            _send(conn, {"nodes": nodes})
+            _watch(conn, "rank %d" % rank)
+        return nodes
+    while True:
+        try:
+            conn = socket.create_connection((host, int(port)), timeout=5)
+            break
+        except OSError as exc:
+            if time.time() > deadline:
+                raise RuntimeError("rank 0 at %s did not answer within %.0f s (%s)"
+                                   % (args.dist_init_addr, args.placement_timeout, exc))
+            time.sleep(0.5)
+    _send(conn, {"rank": args.node_rank})
+    conn.settimeout(args.placement_timeout)
+    answer = json.loads(conn.makefile().readline() or "{}")
+    if "error" in answer or "nodes" not in answer:
+        raise RuntimeError("rank 0 refused rank %d: %s" % (args.node_rank, answer.get("error", "no answer")))
+    conn.settimeout(None)
+    _watch(conn, "rank 0 (%s)" % args.dist_init_addr)
+    return answer["nodes"]
 
 
 def place_actors(args):
@@ -128,8 +240,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(503, {"error": "not ready"})
         if req.get("model") not in (self.server.model_name, None):
             return self.reply(404, {"error": "The model `%s` does not exist." % req.get("model")})
-        text = "lab stand-in answer from %d Ray actors on %s" % (
-            len(STATE["nodes"]), ", ".join(sorted(set(n["ip"] for n in STATE["nodes"]))))
+        text = "lab stand-in answer from %d %s on %s" % (
+            len(STATE["nodes"]), self.server.ranks, ", ".join(sorted(set(n["ip"] for n in STATE["nodes"]))))
         choice = {"index": 0, "finish_reason": "length"}
         if self.path == "/v1/completions":
             choice["text"] = text
@@ -144,15 +256,41 @@ class Handler(BaseHTTPRequestHandler):
                                    "total_tokens": 1 + len(text.split())}})
 
 
+def main_sglang(args):
+    try:
+        nodes = sglang_rendezvous(args)
+    except Exception as exc:  # pylint: disable=broad-except
+        print("stand-in: error: %s" % exc, flush=True)
+        return 1
+    if args.node_rank:  # SGLang serves from rank 0 only; the others run their scheduler
+        print("stand-in: rank %d of %d joined; serving through rank 0 at %s"
+              % (args.node_rank, args.nnodes, args.dist_init_addr), flush=True)
+        while True:
+            time.sleep(3600)
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.model_name = args.served_model_name or args.model
+    server.model_path, server.max_len, server.ranks = args.model, args.max_model_len, "SGLang ranks"
+    STATE["nodes"], STATE["ready"] = nodes, True
+    print("stand-in: ready: serving %s from %d ranks (LAB STAND-IN, not an inference engine)"
+          % (server.model_name, len(nodes)), flush=True)
+    server.serve_forever()
+    return 0
+
+
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    sglang = "--model-path" in argv
+    args = parse_sglang_args(argv) if sglang else parse_args(argv)
     if not os.path.isfile(os.path.join(args.model, "config.json")):
         print("stand-in: error: %s has no config.json" % args.model, flush=True)
         return 2
+    if sglang:
+        return main_sglang(args)
     server = ThreadingHTTPServer((args.host, args.port), Handler)  # fails like vLLM when in use
     server.model_name = args.served_model_name or args.model
     server.model_path = args.model
     server.max_len = args.max_model_len
+    server.ranks = "Ray actors"
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("stand-in: listening on %s:%d (LAB STAND-IN, not an inference engine)"
           % (args.host, args.port), flush=True)

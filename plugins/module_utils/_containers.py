@@ -196,7 +196,9 @@ def engine_container(o):
     o: name, image, engine, entrypoint, args (engine_command()), model_path, ray_address
     (head:port), node_address, auth, token_file, tmp_dir, env_file, env_file_sha256, env
     (extra), shm_size, gpus, ray_head_container (vLLM shares its PID namespace: a Ray driver
-    on the head finds the node's raylet by its process and talks to it through /tmp/ray).
+    on the head finds the node's raylet by its process and talks to it through /tmp/ray);
+    for SGLang, which runs NCCL itself on every host, privileged, devices, capabilities and
+    ulimits as the Ray containers have them.
     """
     _need(o, "name", "image", "model_path", "tmp_dir", "ray_address")
     auth = _flag(o.get("auth", False))
@@ -214,6 +216,13 @@ def engine_container(o):
     if (o.get("engine") or "vllm") == "vllm":
         _need(o, "ray_head_container")
         spec["pid_mode"] = "container:" + o["ray_head_container"]
+    else:
+        spec.update({
+            "privileged": _flag(o.get("privileged", False)),
+            "devices": list(o.get("devices") or []),
+            "capabilities": list(o.get("capabilities") or []),
+            "ulimits": list(o.get("ulimits") or []),
+        })
     return _hashed(spec)
 
 

@@ -143,6 +143,17 @@ def add_to_record(record, stopped):
     return record
 
 
+def in_record(record, holder):
+    return any((e["kind"], e["name"]) == (holder["kind"], holder["name"]) for e in record["stopped"])
+
+
+def drop_from_record(record, holder):
+    """Take a holder out again (its stop failed: it still runs)."""
+    record["stopped"] = [e for e in record["stopped"]
+                         if (e["kind"], e["name"]) != (holder["kind"], holder["name"])]
+    return record
+
+
 def restore_order(record):
     """What to start again: the reverse of the order things were stopped in."""
     return list(reversed(record["stopped"]))

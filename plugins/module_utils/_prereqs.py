@@ -59,9 +59,49 @@ def evaluate(info, min_free_gib, require_gpu_runtime):
     if "timeout" in info and not info["timeout"]:
         problems.append("coreutils' timeout is not on PATH (%s): it bounds every pull and probe; "
                         "install coreutils" % info.get("path", "?"))
+    if info.get("iptables"):
+        problems.append("the firewall is on (sparkops_firewall) but %s %s not on PATH (%s): install "
+                        "iptables (apt-get install iptables), or turn the firewall off"
+                        % (" and ".join(info["iptables"]), "is" if len(info["iptables"]) == 1 else "are",
+                           info.get("path", "?")))
     free = info.get("free_disk_gib")
     if min_free_gib and free is not None and free < min_free_gib:
         problems.append("only %.1f GiB free under %s: expected at least %s GiB for the engine "
                         "images (preflight_min_free_disk_gib); free space, e.g. docker image "
                         "prune" % (free, info.get("disk_path"), min_free_gib))
     return problems
+
+
+# What `docker run --gpus all` prints when the GPU path of a host is broken (Docker's and the
+# NVIDIA Container Toolkit's own words), and the fix for each; the first match wins.
+GPU_RUN_FAULTS = [
+    ("could not select device driver", "Docker has no GPU driver registered (the NVIDIA Container Toolkit "
+     "is missing or Docker was started before it was installed): install nvidia-container-toolkit, run "
+     "nvidia-ctk runtime configure --runtime=docker, then systemctl restart docker"),
+    ("unknown or invalid runtime name: nvidia", "Docker has no 'nvidia' runtime: run nvidia-ctk runtime "
+     "configure --runtime=docker, then systemctl restart docker"),
+    ("unsatisfied condition: cuda", "the image needs a newer CUDA than this host's NVIDIA driver offers: "
+     "update the driver (DGX OS: apt-get upgrade, then reboot) or pick an image built for an older CUDA"),
+    ("driver not loaded", "the NVIDIA kernel driver is not loaded (often after a kernel or driver update "
+     "without a reboot): reboot the host, or load it (modprobe nvidia), and check with nvidia-smi"),
+    ("libnvidia-ml.so", "the NVIDIA driver's libraries are missing: install the NVIDIA driver and check "
+     "with nvidia-smi"),
+    ("nvidia-container-cli", "the NVIDIA Container Toolkit failed to set up the GPUs: check nvidia-smi and "
+     "nvidia-container-cli info on the host; reinstall nvidia-container-toolkit if they fail"),
+]
+
+
+def gpu_run_problem(rc, text, image, seconds):
+    """The problem with a `docker run --gpus all IMAGE true` that ended with rc and printed
+    text, or None when it worked."""
+    if rc == 0:
+        return None
+    said = " ".join((text or "").split())
+    if rc in (124, 137):
+        return ("docker run --gpus all %s did not finish within %d s: Docker or the NVIDIA Container "
+                "Toolkit hangs; check journalctl -u docker and nvidia-smi" % (image, seconds))
+    for needle, fix in GPU_RUN_FAULTS:
+        if needle in said:
+            return "docker run --gpus all %s failed: %s. Docker said: %s" % (image, fix, said[-400:])
+    return ("docker run --gpus all %s failed (exit %d): %s. Fix what Docker says, then run again"
+            % (image, rc, said[-400:] or "no output"))

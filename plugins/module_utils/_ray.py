@@ -233,19 +233,23 @@ def parse_docker_ps_json(text):
 
 
 def classify_containers(containers, ours, others_of_ours):
-    """Split the host's containers into ours (by name) and stale Ray containers.
+    """Split the host's containers into ours (by name), displaced and stale Ray containers.
 
+    Displaced: the cluster's container of the other role (a worker container on a host that is
+    the head now, or the other way round): it points at a head that is no longer the head.
     Stale: runs ``ray start`` and is neither ours nor the other role's container of
     this cluster (e.g. left by a hand-run recipe); it would register the host twice.
     """
     mine = None
-    stale = []
+    stale, displaced = [], []
     for c in containers:
         if c["name"] == ours:
             mine = c
-        elif c["name"] not in others_of_ours and "ray start" in c["command"] and c["running"]:
+        elif c["name"] in others_of_ours:
+            displaced.append(c["name"])
+        elif "ray start" in c["command"] and c["running"]:
             stale.append(c["name"])
-    return mine, sorted(stale)
+    return mine, sorted(stale), sorted(displaced)
 
 
 def image_ray_problem(image, rc, stdout, stderr, need_auth, min_version):

@@ -22,9 +22,13 @@ description:
   - Nothing is ever removed - no container, volume, image or unit file. Compose projects'
     containers are stopped, not brought down, so they are started again exactly as they were.
   - Running it again stops nothing new and keeps the first record.
+  - The record is written B(before) each stop (and the entry taken out again when the stop
+    fails), so a run killed half way never leaves a stopped service unrecorded. It lists what
+    was stopped and not yet started again, across runs.
   - With O(state=restored), starts again exactly what the record lists, in reverse order, then
     renames the record to C(<state_file>.restored). A missing or corrupt record fails, naming
     the file, and starts nothing.
+  - With O(state=recorded), only reads the record (no record is an empty list); changes nothing.
   - In check mode, reports what would be stopped and how much GPU memory that frees; stops nothing.
 author:
   - sparkops.inference developers (@sparkops)
@@ -34,9 +38,11 @@ extends_documentation_fragment:
   - sparkops.inference.attributes.facts
 options:
   state:
-    description: V(freed) stops the holders; V(restored) starts what the record lists.
+    description:
+      - V(freed) stops the holders; V(restored) starts what the record lists; V(recorded) reads the
+        record (what a failed deploy's rollback would start).
     type: str
-    choices: [freed, restored]
+    choices: [freed, restored, recorded]
     default: freed
   containers:
     description: Containers to stop (names or ids).
@@ -127,12 +133,42 @@ EXAMPLES = r"""
 - name: Bring back what was stopped
   sparkops.inference.gpu_memory:
     state: restored
+
+- name: Read what a restore would start (changes nothing)
+  sparkops.inference.gpu_memory:
+    state: recorded
+  register: stopped_record
 """
 
 RETURN = r"""
+record:
+  description: What the record on the host lists as stopped and not started again (O(state=recorded)).
+  returned: when O(state=recorded)
+  type: list
+  elements: dict
+  sample: [{kind: container, name: vllm-old, id: 3f2a..., reason: listed, gpu_mib: 96073}]
+  version_added: 0.2.0
+down:
+  description:
+    - The entries of O(record) that do not run now (O(state=recorded)) - what a restore would start;
+      an entry someone started again by hand is not in it.
+  returned: when O(state=recorded)
+  type: list
+  elements: dict
+  version_added: 0.2.0
+exists:
+  description: Whether there is a record at all (O(state=recorded)).
+  returned: when O(state=recorded)
+  type: bool
+  version_added: 0.2.0
+record_file:
+  description: The record's path (O(state=recorded)).
+  returned: when O(state=recorded)
+  type: str
+  version_added: 0.2.0
 ansible_facts:
-  description: Facts added to the host.
-  returned: always
+  description: Facts added to the host (not with O(state=recorded)).
+  returned: when O(state) is not V(recorded)
   type: dict
   contains:
     sparkops_gpu_memory:
@@ -182,6 +218,8 @@ from ansible_collections.sparkops.inference.plugins.module_utils._host import re
 from ansible_collections.sparkops.inference.plugins.module_utils._memory import (
     RecordError,
     add_to_record,
+    drop_from_record,
+    in_record,
     free_mib,
     load_record,
     new_record,
@@ -331,13 +369,16 @@ def freed(module, host):
     record = record or new_record(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     stopped, errors = [], []
     for h in holders:
+        # recorded before it is stopped: a run killed during the stop must not forget it
+        known = in_record(record, h)
+        write_record(module, p["state_file"], add_to_record(record, [h]))
         err = host.stop(h, p["stop_timeout"])
         if err:
             errors.append(err)
+            if not known:  # it still runs: nothing to start again for it
+                write_record(module, p["state_file"], drop_from_record(record, h))
             continue
         stopped.append(h)
-        # record as we go: a failure half way must not forget what is already down
-        write_record(module, p["state_file"], add_to_record(record, [h]))
     if not os.path.exists(p["state_file"]):
         # an empty record too: restore then knows that this host had nothing to bring back
         write_record(module, p["state_file"], record)
@@ -393,10 +434,27 @@ def restored(module, host):
     module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result})
 
 
+def recorded(module, host):
+    """Read the record; `down`: its entries that do not run now (what a restore would start)."""
+    record = read_record(module, module.params["state_file"], False)
+    entries = (record or {}).get("stopped", [])
+    down = []
+    for e in entries:
+        if e["kind"] == "container":
+            now = host.container(e.get("id") or e["name"]) if host.docker else {"running": False}
+            running = now["running"]
+        else:
+            running = host.unit(e["name"])["active"] if host.systemctl else False
+        if not running:
+            down.append(e)
+    module.exit_json(changed=False, record=entries, down=down, record_file=module.params["state_file"],
+                     exists=record is not None)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", default="freed", choices=["freed", "restored"]),
+            state=dict(type="str", default="freed", choices=["freed", "restored", "recorded"]),
             containers=dict(type="list", elements="str", default=[]),
             compose_projects=dict(type="list", elements="str", default=[]),
             systemd_units=dict(type="list", elements="str", default=[]),
@@ -417,6 +475,8 @@ def main():
         supports_check_mode=True,
     )
     host = Host(module)
+    if module.params["state"] == "recorded":
+        recorded(module, host)
     if module.params["state"] == "restored":
         restored(module, host)
     freed(module, host)

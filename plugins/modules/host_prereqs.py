@@ -34,6 +34,11 @@ options:
     description: Whether a missing NVIDIA container runtime is a problem.
     type: bool
     default: true
+  require_iptables:
+    description: Whether C(iptables) and C(iptables-restore) must be on E(PATH) (the opt-in firewall is on).
+    type: bool
+    default: false
+    version_added: 0.2.0
   fail_on_problems:
     description: When V(false), report problems without failing.
     type: bool
@@ -111,6 +116,7 @@ def main():
             docker_cli=dict(type="str", default="docker"),
             min_free_disk_gib=dict(type="float", default=0),
             require_gpu_runtime=dict(type="bool", default=True),
+            require_iptables=dict(type="bool", default=False),
             fail_on_problems=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
@@ -131,6 +137,8 @@ def main():
         else:
             info["docker"] = parsed
     info["timeout"] = module.get_bin_path("timeout")
+    if module.params["require_iptables"]:
+        info["iptables"] = [t for t in ("iptables", "iptables-restore") if not module.get_bin_path(t)]
     info["path"] = os.environ.get("PATH", "")
     hook = module.get_bin_path("nvidia-container-runtime-hook")
     runtimes = (info["docker"] or {}).get("runtimes", [])

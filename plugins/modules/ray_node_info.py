@@ -88,6 +88,14 @@ container:
   returned: always
   type: dict
   sample: {name: sparkops-ray-head, image: "vllm:26.01", running: true, status: Up 3 hours}
+displaced:
+  description:
+    - The cluster's containers of the other role on this host (O(cluster_containers) other than
+      O(container)), e.g. a worker container on the host that is the head now.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
 stale:
   description: Other containers on the host that run C(ray start).
   returned: always
@@ -178,9 +186,10 @@ def main():
         except (IOError, OSError):
             pass
     containers = container_rows(docker.ps(all=True))
-    mine, stale = classify_containers(containers, p["container"], p["cluster_containers"])
+    mine, stale, displaced = classify_containers(containers, p["container"], p["cluster_containers"])
     result["container"] = mine
     result["stale"] = stale
+    result["displaced"] = displaced
 
     running = mine is not None and mine["running"]
     if p["free_port"] and not running:

@@ -93,6 +93,28 @@ def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
         assert {"old-vllm", "embeddings-embed-1"} <= running(ip)
 
 
+def test_a_broken_gpu_runtime_is_named_before_anything_is_stopped(old_model):
+    """spark2's NVIDIA hook fails as NVIDIA's does when the driver is not loaded (a lab fault of
+    the stand-in hook): the deploy stops in engine_image, naming the host, the cause and the fix."""
+    fault = "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown"
+    before = [running(ip) for ip in HOSTS]
+    ssh(HOSTS[1], "mkdir -p /etc/sparkops-lab && echo '%s' > /etc/sparkops-lab/gpu-fault" % fault)
+    try:
+        res = deploy()
+    finally:
+        ssh(HOSTS[1], "rm -f /etc/sparkops-lab/gpu-fault")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "fatal: [spark2]: FAILED!" in out
+    assert 'The deploy failed at "Check that Docker gives the selected image the GPUs on every host ' \
+           '(docker run --gpus all) on spark2: docker run --gpus all' in out
+    assert "docker run --gpus all %slab-vllm:0.17.0 failed: the NVIDIA kernel driver is not loaded" % REG in out
+    assert "reboot the host" in out and fault in out
+    assert "Nothing was rolled back: this run stopped no service." in out
+    for ip, was in zip(HOSTS, before):
+        assert {"old-vllm", "embeddings-embed-1"} <= running(ip) == was  # nothing stopped or started
+
+
 @pytest.mark.parametrize("candidates,expected", [
     ([REG + "lab-vllm:no-such-tag"], "the registry does not know %slab-vllm:no-such-tag" % REG),
     (["10.77.0.5:5000/x;touch /tmp/pwned"], "is not a valid image reference"),

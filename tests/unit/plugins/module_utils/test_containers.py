@@ -164,6 +164,27 @@ def test_sglang_multi_node():
     assert "pid_mode" not in spec  # SGLang is no Ray driver
 
 
+SGLANG_RDMA = {"privileged": True, "devices": ["/dev/infiniband"], "capabilities": ["IPC_LOCK"],
+               "ulimits": ["memlock:-1:-1"]}
+
+
+def test_sglang_gets_the_rdma_settings_of_the_ray_containers():
+    """SGLang drives NCCL from its own container on every host: devices, capabilities, ulimits."""
+    plain = engine_container(dict(copy.deepcopy(ENGINE), engine="sglang"))
+    assert (plain["privileged"], plain["devices"], plain["capabilities"], plain["ulimits"]) == (False, [], [], [])
+    spec = engine_container(dict(copy.deepcopy(ENGINE), engine="sglang", **SGLANG_RDMA))
+    ray = ray_container(dict(copy.deepcopy(RAY), **SGLANG_RDMA))
+    for key in SGLANG_RDMA:
+        assert spec[key] == ray[key] == SGLANG_RDMA[key], key
+        one = engine_container(dict(copy.deepcopy(ENGINE), engine="sglang", **{key: SGLANG_RDMA[key]}))
+        assert one["labels"][SPEC_LABEL] != plain["labels"][SPEC_LABEL], key
+
+
+def test_vllm_engine_takes_no_rdma_settings():  # its ranks run in the Ray containers
+    spec = engine_container(dict(copy.deepcopy(ENGINE), **SGLANG_RDMA))
+    assert not set(SGLANG_RDMA) & set(spec)
+
+
 def test_the_executable_replaces_the_program_only():
     entrypoint, args = engine_command(dict(CMD, executable=["python3", "/opt/standin.py"]))
     assert entrypoint == ["python3", "/opt/standin.py"] and args[0] == "/opt/models/qwen"

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import (
     docker_arch,
     evaluate,
+    gpu_run_problem,
     parse_docker_info,
 )
 
@@ -93,3 +94,39 @@ def test_no_timeout_binary():
     (problem,) = evaluate(info, 0, True)
     assert "coreutils' timeout is not on PATH (/usr/bin:/bin)" in problem and "install coreutils" in problem
     assert evaluate(dict(good(), timeout="/usr/bin/timeout"), 0, True) == []
+
+
+def test_firewall_on_without_iptables():
+    (problem,) = evaluate(dict(good(), iptables=["iptables-restore"], path="/usr/bin"), 0, True)
+    assert problem.startswith("the firewall is on (sparkops_firewall) but iptables-restore is not on PATH")
+    assert "apt-get install iptables" in problem
+    (both,) = evaluate(dict(good(), iptables=["iptables", "iptables-restore"]), 0, True)
+    assert "iptables and iptables-restore are not on PATH" in both
+    assert evaluate(dict(good(), iptables=[]), 0, True) == []
+
+
+@pytest.mark.parametrize("fixture,words", [
+    ("no-toolkit.txt", ["install nvidia-container-toolkit", "nvidia-ctk runtime configure --runtime=docker",
+                        "systemctl restart docker"]),
+    ("cuda-too-new.txt", ["needs a newer CUDA than this host's NVIDIA driver", "update the driver",
+                          "cuda>=12.8"]),
+    ("driver-not-loaded.txt", ["NVIDIA kernel driver is not loaded", "reboot the host", "nvidia-smi"]),
+])
+def test_gpu_run_failures_name_the_cause_and_the_fix(fixture_text, fixture, words):
+    text = fixture_text("docker-gpu-run", fixture)
+    msg = gpu_run_problem(125, text, "nvcr.io/nvidia/vllm:25.11-py3", 60)
+    assert msg.startswith("docker run --gpus all nvcr.io/nvidia/vllm:25.11-py3 failed: ")
+    for w in words:
+        assert w in msg, (w, msg)
+    assert "Docker said: " in msg  # Docker's own words follow, on one line
+    assert "\n" not in msg
+
+
+def test_gpu_run_that_works_is_no_problem():
+    assert gpu_run_problem(0, "", "img", 60) is None
+
+
+def test_gpu_run_that_hangs_or_says_something_else():
+    assert "did not finish within 60 s" in gpu_run_problem(124, "", "img", 60)
+    other = gpu_run_problem(125, "docker: Error response from daemon: no space left on device.", "img", 60)
+    assert "failed (exit 125): docker: Error response from daemon: no space left on device." in other

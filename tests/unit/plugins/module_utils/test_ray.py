@@ -140,10 +140,18 @@ def test_poll_output_with_error():
 def test_docker_ps_finds_ours_and_the_stale_hand_run_worker(fixture_text):
     containers = parse_docker_ps_json(fixture_text("lab", "docker-ps-stale.jsonl"))
     assert len(containers) == 3
-    mine, stale = classify_containers(containers, "sparkops-ray-worker",
-                                      ["sparkops-ray-head", "sparkops-ray-worker"])
+    mine, stale, displaced = classify_containers(containers, "sparkops-ray-worker",
+                                                 ["sparkops-ray-head", "sparkops-ray-worker"])
     assert mine["running"] is True and mine["spec"] and len(mine["spec"]) == 16
     assert stale == ["hand-worker"]  # the exited container runs no ray start
+    assert displaced == []
+
+
+def test_a_host_that_became_the_head_finds_its_old_worker_container_displaced(fixture_text):
+    containers = parse_docker_ps_json(fixture_text("lab", "docker-ps-stale.jsonl"))
+    mine, stale, displaced = classify_containers(containers, "sparkops-ray-head",
+                                                 ["sparkops-ray-head", "sparkops-ray-worker"])
+    assert mine is None and displaced == ["sparkops-ray-worker"] and stale == ["hand-worker"]
 
 
 def test_docker_ps_garbage():

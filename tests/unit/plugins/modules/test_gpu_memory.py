@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+"""gpu_memory run in-process against a fake docker CLI (a shell script that keeps container
+state in files) and nvidia-smi printing a captured GB10 report: the record is on disk before
+each `docker stop` runs, a failed stop is taken out of it again, and state=recorded reports what
+a restore would start."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import stat
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.sparkops.inference.plugins.modules import gpu_memory
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "fixtures")
+
+# state/<name> holds "running" or "exited"; `stop` copies the record into stops.log first, then
+# fails for names listed in state/refuse
+DOCKER = r'''#!/bin/sh
+d=%(dir)s
+case "$1" in
+  container) name=${3#id-}
+    [ -f "$d/state/$name" ] || { echo "Error: No such container: $name" >&2; exit 1; }
+    st=$(cat "$d/state/$name")
+    r=false; [ "$st" = running ] && r=true
+    printf '[{"Id": "id-%%s", "Name": "/%%s", "State": {"Running": %%s}}]\n' "$name" "$name" "$r" ;;
+  stop) name=${4#id-}
+    { echo "stop $name:"; cat "$d/record.json" 2>/dev/null || echo none; echo; } >> "$d/stops.log"
+    if grep -qx "$name" "$d/state/refuse" 2>/dev/null; then echo "Error: cannot stop $name" >&2; exit 1; fi
+    echo exited > "$d/state/$name" ;;
+  start) name=${2#id-}; echo running > "$d/state/$name" ;;
+  ps) exit 0 ;;
+  *) exit 0 ;;
+esac
+'''
+
+
+def tool(path, body):
+    path.write_text(body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+@pytest.fixture
+def host(tmp_path):
+    (tmp_path / "state").mkdir()
+    for name in ("old-vllm", "embed"):
+        (tmp_path / "state" / name).write_text("running\n")
+    docker = tool(tmp_path / "docker", DOCKER % {"dir": tmp_path})
+    smi = tool(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
+    return tmp_path, {"docker_cli": docker, "nvidia_smi_path": smi,
+                      "state_file": str(tmp_path / "record.json"), "stop_timeout": 1}
+
+
+def run_module(capsys, args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            gpu_memory.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_each_holder_is_in_the_record_before_it_is_stopped(host, capsys):
+    d, args = host
+    res = run_module(capsys, dict(args, containers=["old-vllm", "embed"]))
+    assert res["changed"] is True, res
+    log = (d / "stops.log").read_text()
+    first, second = log.split("stop embed:")
+    assert '"name": "old-vllm"' in first.split("stop old-vllm:")[1]  # on disk while it was stopped
+    assert '"name": "embed"' in second
+    assert [e["name"] for e in json.loads((d / "record.json").read_text())["stopped"]] == ["old-vllm", "embed"]
+
+
+def test_a_stop_that_fails_is_taken_out_of_the_record(host, capsys):
+    d, args = host
+    (d / "state" / "refuse").write_text("embed\n")
+    res = run_module(capsys, dict(args, containers=["old-vllm", "embed"]))
+    assert res["failed"] is True and "could not stop container embed: Error: cannot stop embed" in res["msg"]
+    assert str(d / "record.json") in res["msg"]
+    assert [e["name"] for e in json.loads((d / "record.json").read_text())["stopped"]] == ["old-vllm"]
+    assert (d / "state" / "embed").read_text().strip() == "running"
+
+
+def test_recorded_lists_what_a_restore_would_start(host, capsys):
+    d, args = host
+    res = run_module(capsys, dict(args, state="recorded"))
+    assert (res["exists"], res["record"], res["down"], res["changed"]) == (False, [], [], False)
+    run_module(capsys, dict(args, containers=["old-vllm", "embed"]))
+    (d / "state" / "embed").write_text("running\n")  # started again by hand
+    res = run_module(capsys, dict(args, state="recorded"))
+    assert res["exists"] is True and [e["name"] for e in res["record"]] == ["old-vllm", "embed"]
+    assert [e["name"] for e in res["down"]] == ["old-vllm"]
+    assert "ansible_facts" not in res  # the facts of the freed run stay as they were
