@@ -13,7 +13,7 @@ nvidia-container-runtime-hook. Images are built from a debootstrap root,
 written straight into the lab registry through its HTTP API (no Docker engine
 and no internet registry on the controller), and cached by content.
 
-    lab/lab up [--hosts N] [--fresh] [--docker26 HOSTS]
+    lab/lab up [--hosts N] [--fresh | --reset] [--docker26 HOSTS]
                                        bring the lab up (idempotent); --docker26 spark2: those
                                        hosts run a current Docker (26.1, containerd image store,
                                        API 1.44 at least, as Docker 29), the others Debian 12's 20.10
@@ -938,6 +938,20 @@ def write_inventory(state):
         os.symlink(target, link)
 
 
+def reset_hosts(names, state):
+    """Every container removed, the collection's files (/etc/sparkops, /var/lib/sparkops) and the
+    lab's faults gone; the image store kept."""
+    for name in names:
+        h = state["hosts"][name]
+        sock = "unix://" + os.path.join(h["dir"], "docker.sock")
+        ids = run(["docker", "-H", sock, "ps", "-aq"]).stdout.split()
+        if ids:
+            run(["docker", "-H", sock, "rm", "-f"] + ids)
+        run(["ssh", "-i", KEY, "-o", "BatchMode=yes", "-o", "UserKnownHostsFile=" + KNOWN_HOSTS,
+             "root@" + h["mgmt"], "rm -rf /etc/sparkops /etc/sparkops-lab /var/lib/sparkops/*"])
+        log("%s: reset (%d containers removed, images kept)" % (name, len(ids)))
+
+
 def stop_host(name, h):
     """Power the simulated host off: unshare ignores SIGTERM while it waits for its child, so
     it gets SIGKILL, and --kill-child takes the host's PID 1 and everything under it along."""
@@ -1006,6 +1020,8 @@ def cmd_up(args):
     write_inventory(state)
     save_state(state)
     wait_hosts(wanted, state)
+    if args.reset:
+        reset_hosts(wanted, state)
     log("up: %d hosts (%s), registry %s, %.1f s%s" % (
         len(wanted), ", ".join(wanted), REGISTRY, time.time() - t0,
         "" if started or stopped else " (all were already up)"))
@@ -1139,6 +1155,9 @@ def main(argv=None):
     up.add_argument("--hosts", type=int, default=int(os.environ.get("SPARKOPS_LAB_HOSTS", "2")))
     up.add_argument("--fresh", action="store_true", help="wipe the hosts' disks first")
     up.add_argument("--no-images", action="store_true", help="skip building/pushing images")
+    up.add_argument("--reset", action="store_true",
+                    help="remove every container and the collection's state on the hosts, keep their images "
+                         "(as --fresh, without pulling every image again)")
     up.add_argument("--docker26", metavar="HOSTS", default="",
                     help="comma-separated hosts that run a current Docker (containerd store, API >= 1.44)")
     down = sub.add_parser("down", help="take the lab down")

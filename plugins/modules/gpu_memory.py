@@ -150,7 +150,7 @@ record:
   version_added: 0.2.0
 down:
   description:
-    - The entries of O(record) that do not run now (O(state=recorded)) - what a restore would start;
+    - The entries of RV(record) that do not run now (O(state=recorded)) - what a restore would start;
       an entry someone started again by hand is not in it.
   returned: when O(state=recorded)
   type: list

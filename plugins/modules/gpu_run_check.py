@@ -43,6 +43,9 @@ attributes:
     details: Runs the check in check mode too; the container it starts is removed when it ends.
   diff_mode:
     support: none
+  idempotent:
+    support: full
+    details: Changes nothing on the host; it always reports C(changed=false).
 """
 
 EXAMPLES = r"""

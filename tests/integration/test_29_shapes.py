@@ -83,8 +83,8 @@ def test_four_hosts_with_the_head_listed_last_serve(four_head_last):
     assert "ray 4 nodes, 4.0 GPUs, head %s" % fabric(4) in out
     # the stand-in's completion names the node of every rank: one per host
     assert "from 4 Ray actors on %s" % ", ".join(fabric(n) for n in (1, 2, 3, 4)) in out
-    assert ssh(mgmt(4), "docker ps --format '{{.Names}}'").out.split() == ["sparkops-model-server",
-                                                                          "sparkops-ray-head"]
+    names = ssh(mgmt(4), "docker ps --format '{{.Names}}'").out.split()
+    assert names == ["sparkops-model-server", "sparkops-ray-head"]
 
 
 @pytest.fixture(scope="module")
@@ -129,5 +129,5 @@ def test_one_host_alone_serves(sglang_three, shapes):
     assert res.returncode == 0, res.out[-4000:]
     assert report["outcome"] == "served" and report["ray"]["nodes"] == 1, report["ray"]
     assert "from 1 Ray actors on %s" % fabric(1) in flat(res.out)
-    assert ssh(mgmt(1), "docker ps --format '{{.Names}}'").out.split() == ["sparkops-model-server",
-                                                                          "sparkops-ray-head"]
+    names = ssh(mgmt(1), "docker ps --format '{{.Names}}'").out.split()
+    assert names == ["sparkops-model-server", "sparkops-ray-head"]
