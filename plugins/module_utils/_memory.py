@@ -31,6 +31,14 @@ def gpu_mib_by_container(gpu_facts):
     return held
 
 
+def own_gpu_mib(gpu_facts, own_names):
+    """GPU MiB held by processes in this collection's own containers (by name): a re-deploy
+    keeps them when nothing changes, and stops them before their replacement starts, so what
+    they hold counts as free for the new engine."""
+    return sum((p.get("used_mib") or 0) for p in gpu_facts.get("processes", [])
+               if (p.get("container") or {}).get("name") in own_names)
+
+
 def parse_systemctl_show(text):
     """``systemctl show -p Id,LoadState,ActiveState,ControlGroup UNIT`` -> dict."""
     values = {}

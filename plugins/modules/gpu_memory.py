@@ -64,7 +64,11 @@ options:
     type: bool
     default: false
   exclude_containers:
-    description: Containers never stopped (for example this collection's own Ray containers).
+    description:
+      - Containers never stopped (this collection's own Ray and engine containers).
+      - The GPU memory their processes hold counts as free in the wait - a re-deploy keeps them when
+        nothing changes, and stops them before their replacement starts
+        (M(sparkops.inference.container_generation)); C(after.own_containers_mib) says how much.
     type: list
     elements: str
     default: []
@@ -222,6 +226,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory import 
     in_record,
     free_mib,
     load_record,
+    own_gpu_mib,
     new_record,
     parse_systemctl_show,
     plan_holders,
@@ -396,11 +401,15 @@ def freed(module, host):
     while True:
         facts, dummy = gpu_facts(module)
         after = memory_view(facts, p["free_metric"])
-        if want is None or after["free_mib"] >= want or time.time() >= deadline:
+        # what our own Ray and engine containers hold is theirs to keep or to give up before
+        # their replacement starts (container_generation): it counts as free
+        own = own_gpu_mib(facts, p["exclude_containers"])
+        if want is None or after["free_mib"] + own >= want or time.time() >= deadline:
             break
         time.sleep(0.5)
+    after["own_containers_mib"] = own
     result.update(after=after, record=record["stopped"], seconds=round(time.time() - t0, 1))
-    if want is not None and after["free_mib"] < want:
+    if want is not None and after["free_mib"] + own < want:
         holding = still_holding(facts)
         module.fail_json(
             msg="only %.1f GiB free after %d s, waiting for %.1f GiB (%s): %s"

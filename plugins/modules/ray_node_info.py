@@ -39,6 +39,14 @@ options:
     type: list
     elements: str
     default: []
+  kept_containers:
+    description:
+      - Names whose kept generation (C(NAME-previous), M(sparkops.inference.container_generation))
+        is looked for; the ones found are returned as RV(kept).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
   image:
     description: The image the Ray container is to run.
     type: str
@@ -88,6 +96,12 @@ container:
   returned: always
   type: dict
   sample: {name: sparkops-ray-head, image: "vllm:26.01", running: true, status: Up 3 hours}
+kept:
+  description: The kept generation's containers on this host (C(NAME-previous) of O(kept_containers)).
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
 displaced:
   description:
     - The cluster's containers of the other role on this host (O(cluster_containers) other than
@@ -112,6 +126,7 @@ import hashlib
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._generation import previous
 from ansible_collections.sparkops.inference.plugins.module_utils import _cache
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 from ansible_collections.sparkops.inference.plugins.module_utils._ray import (
@@ -164,6 +179,7 @@ def main():
         argument_spec=dict(
             container=dict(type="str", required=True),
             cluster_containers=dict(type="list", elements="str", default=[]),
+            kept_containers=dict(type="list", elements="str", default=[]),
             image=dict(type="str"),
             check_image=dict(type="bool", default=False),
             min_ray_version=dict(type="str", default=""),
@@ -190,6 +206,8 @@ def main():
     result["container"] = mine
     result["stale"] = stale
     result["displaced"] = displaced
+    names = set(c["name"] for c in containers)
+    result["kept"] = [previous(n) for n in p["kept_containers"] if previous(n) in names]
 
     running = mine is not None and mine["running"]
     if p["free_port"] and not running:

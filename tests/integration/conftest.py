@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -43,3 +44,46 @@ def lab():
     res = run(LAB + ["up"])
     assert res.returncode == 0, res.out
     return res
+
+
+# The slow checks that need no lab - ansible-lint, ansible-test sanity and units - start in a
+# background thread as soon as the tests are collected, one after the other (sanity and units
+# share build/ansible-test), at a lower CPU priority, beside the lab tests; test_90_static
+# reads their results at the end. Run alone (-k, one file), they run inline.
+STATIC_CHECKS = {
+    "lint": ([os.path.join(BIN, "ansible-lint"), "--nocolor"], 1200),
+    "sanity": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "sanity"], 1800),
+    "units": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "units", "--venv", "--requirements"], 1200),
+}
+STATIC_RESULTS = {}
+_STATIC_THREAD = []
+
+
+def _run_static_checks(names):
+    for name in names:
+        argv, timeout = STATIC_CHECKS[name]
+        try:
+            STATIC_RESULTS[name] = run(["nice", "-n", "10"] + argv, timeout=timeout)
+        except Exception as exc:  # pylint: disable=broad-except
+            STATIC_RESULTS[name] = exc
+
+
+def pytest_collection_finish(session):
+    static = [i for i in session.items if os.path.basename(str(i.fspath)) == "test_90_static.py"]
+    wanted = [n for n in STATIC_CHECKS if any(n in i.name for i in static)]
+    if wanted and len(static) < len(session.items):  # only when there is other work to overlap
+        thread = threading.Thread(target=_run_static_checks, args=(wanted,), daemon=True)
+        thread.start()
+        _STATIC_THREAD.append(thread)
+
+
+def static_check(name):
+    """The result of one static check (run() result): from the background thread, else now."""
+    if _STATIC_THREAD:
+        _STATIC_THREAD[0].join(timeout=sum(t for dummy, t in STATIC_CHECKS.values()))
+    if name not in STATIC_RESULTS:
+        _run_static_checks([name])
+    result = STATIC_RESULTS[name]
+    if isinstance(result, Exception):
+        raise result
+    return result

@@ -32,7 +32,8 @@ def recorded(ip):
 @pytest.fixture
 def old_model_only(lab):
     """The old model runs, nothing of ours does, no record is left."""
-    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab")
+    # a lock a killed test run may have left: that run is dead
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
     assert res.returncode == 0, res.out[-3000:]
     for ip in HOSTS:
         ssh(ip, "rm -f %s" % RECORD)
@@ -84,12 +85,19 @@ def kill_after_the_stop(extra=()):
 
 def test_a_deploy_killed_after_the_stop_is_recovered_by_the_next_one_that_fails(old_model_only):
     kill_after_the_stop()
-    # the next deploy fails before it stops anything (no candidate fits): nothing of ours serves,
-    # so it starts again what the killed run had stopped
-    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps({
-        "sparkops_engine_candidates": ["10.77.0.5:5000/sparkops/lab-vllm:0.14.0"]}))
+    bad = {"sparkops_engine_candidates": ["10.77.0.5:5000/sparkops/lab-vllm:0.14.0"]}
+    # the killed run's lock: the next deploy stops at once, naming it, and changes nothing
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad))
     assert res.returncode != 0
     out = flat(res.out)
+    assert "another deploy holds this cluster: " in out and "Deploy - from" in out and " ago. Wait until it ends." in out
+    assert "-e sparkops_lock_take_over=true" in out and "TASK [sparkops.inference.engine_image" not in out
+    # taken over, the deploy fails before it stops anything (no candidate fits): nothing of ours
+    # serves, so it starts again what the killed run had stopped
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(bad, sparkops_lock_take_over=True)))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "taken over on request (sparkops_lock_take_over) from " in out
     assert "No candidate image can serve" in out
     assert "An earlier deploy had stopped them and was interrupted; nothing of ours was serving." in out
     for ip in HOSTS:
@@ -98,7 +106,8 @@ def test_a_deploy_killed_after_the_stop_is_recovered_by_the_next_one_that_fails(
 
 def test_a_deploy_killed_after_the_stop_is_recovered_by_teardown_restore(old_model_only):
     kill_after_the_stop()
-    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_restore=true")
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_restore=true",
+                   "-e", "sparkops_lock_take_over=true")
     assert res.returncode == 0, res.out[-3000:]
     for ip in HOSTS:
         assert OLD <= running(ip) and not running(ip) & OURS
@@ -116,3 +125,79 @@ def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(lab):
     assert res.returncode != 0
     assert "Nothing was rolled back: this run stopped no service." in flat(res.out)
     assert [running(ip) for ip in HOSTS] == before
+
+
+def test_a_second_deploy_while_one_runs_fails_at_once_naming_the_holder(lab):
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
+               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    first = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "deploy.yml", "-i", "inventories/lab"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and ssh(HOSTS[0], "test -f /var/lib/sparkops/deploy.lock").returncode:
+            time.sleep(0.3)
+        second = playbook("deploy.yml", "-i", "inventories/lab")
+        teardown = playbook("playbooks/teardown.yml", "-i", "inventories/lab")
+        status = playbook("playbooks/status.yml", "-i", "inventories/lab")  # status is never locked out
+    finally:
+        out, dummy = first.communicate(timeout=600)
+    assert first.returncode == 0, out[-3000:]
+    for res in (second, teardown):
+        assert res.returncode != 0
+        assert "another deploy holds this cluster: " in flat(res.out) and "Deploy - from" in flat(res.out)
+    assert status.returncode == 0 and "Lock: held by " in flat(status.out)
+    assert "sparkops-model-server" in running(HOSTS[0])  # the first one served, undisturbed
+    assert ssh(HOSTS[0], "test -f /var/lib/sparkops/deploy.lock").returncode != 0  # and gave it back
+    res = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    assert "Lock: none (no deploy runs)" in flat(res.out)
+
+
+def all_names(ip):
+    return set(ssh(ip, "docker ps -a --format '{{.Names}}'").out.split())
+
+
+def serves(name="qwen3.5-lab", timeout=90):
+    """The engine on spark1 answers /v1/models with the served name (polls: it may be starting)."""
+    deadline = time.time() + timeout
+    out = ""
+    while time.time() < deadline:
+        out = ssh(HOSTS[0], "curl -s -m 5 http://127.0.0.1:8000/v1/models").out
+        if '"id": "%s"' % name in out:
+            return True
+        time.sleep(1)
+    return out
+
+
+@pytest.mark.parametrize("change", [
+    {},  # only the engine changes: the kept engine comes back on the same Ray cluster
+    {"ray_cluster_env": {"SPARKOPS_TEST_GENERATION": "2"}},  # Ray changes too: head, workers, engine back
+], ids=["engine", "ray-and-engine"])
+def test_a_failed_re_deploy_brings_back_what_served(lab, change):
+    """A serving cluster, re-deployed with settings whose new engine fails its readiness check:
+    the engine (and Ray) that served were kept stopped, not removed, and serve again."""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
+    bad = dict(change, model_server_extra_args=["--served-model-name", "other-name"])
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the engine serves other-name, not qwen3.5-lab" in out
+    assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
+    # the very containers that served, not new ones; nothing kept is left over
+    again = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
+    assert again == started
+    assert serves() is True
+    for ip in HOSTS:
+        assert not [n for n in all_names(ip) if n.endswith("-previous")], all_names(ip)
+        assert "old-vllm" not in running(ip)  # what the first deploy stopped stays stopped
+    ray = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    assert "2 node(s) alive" in flat(ray.out), ray.out[-2000:]
+
+
+def test_a_good_re_deploy_drops_what_it_kept(lab):
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps({"model_server_max_model_len": "2048"}))
+    assert res.returncode == 0, res.out[-3000:]
+    for ip in HOSTS:
+        assert not [n for n in all_names(ip) if n.endswith("-previous")], all_names(ip)
+    assert serves() is True

@@ -169,3 +169,12 @@ def test_live_h200_capture_holder_decisions(fixture_text):
     assert after["processes"] == [] and still_holding(after) == []
     assert free_mib(busy, "free") == (139558, 143771)
     assert free_mib(after, "free")[0] - free_mib(busy, "free")[0] == 143156 - 139558
+
+
+def test_what_our_own_containers_hold_counts_as_free(gb10_busy):
+    """A re-deploy finds its own engine holding the memory (here the captured GB10 SGLang
+    scheduler, 96073 MiB): ours is stopped before its replacement starts (or kept when nothing
+    changes), so it does not block the wait."""
+    from ansible_collections.sparkops.inference.plugins.module_utils._memory import own_gpu_mib
+    assert own_gpu_mib(gb10_busy, ["old-sglang"]) == 96073
+    assert own_gpu_mib(gb10_busy, ["sparkops-ray-head", "sparkops-model-server"]) == 0
