@@ -28,6 +28,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 
 from ansible.module_utils.six.moves import http_client
 
@@ -293,6 +294,21 @@ class Docker(object):
         """rc (124/137 when it ran over), out, err of `timeout N docker ARGS`."""
         return self.module.run_command(self.timeout_argv(seconds, kill_after) + list(args),
                                        environ_update=C_LOCALE)
+
+    def stream_bounded(self, seconds, args, on_line, kill_after=10):
+        """Like run_bounded(), calling on_line(line) for each line of stdout as it comes (a pull's
+        progress); stderr is collected. Returns rc, out, err."""
+        argv = self.timeout_argv(seconds, kill_after) + list(args)
+        env = dict(os.environ, **C_LOCALE)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                universal_newlines=True, bufsize=1)
+        lines = []
+        for line in iter(proc.stdout.readline, ""):
+            lines.append(line)
+            on_line(line)
+        err = proc.stderr.read()
+        proc.wait()
+        return proc.returncode, "".join(lines), err
 
     # images
     def image_inspect(self, ref):

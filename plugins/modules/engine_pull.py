@@ -21,7 +21,10 @@ description:
   - An image that cannot be pulled is reported with the reason (unknown image, registry
     unreachable, timed out after N attempts) and does not fail the task unless
     O(fail_on_error=true) - a candidate that cannot be pulled is simply not a candidate.
-  - Run it with C(async) on all hosts at once for long pulls (the engine_image role does).
+  - While it pulls, its action plugin prints at the default verbosity, every
+    O(progress_interval) seconds, which host pulls which image and how far it is (layers done,
+    those the host had already, the attempt, the seconds), from the progress file the module
+    keeps; the module runs asynchronously on the host meanwhile, all hosts at once.
 author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
@@ -56,7 +59,27 @@ options:
     description: Fail the task when an image could not be pulled.
     type: bool
     default: false
+  progress_interval:
+    description:
+      - Seconds between two progress lines while it pulls (read by the action plugin on the
+        controller). V(0) runs the module in one piece, silently.
+    type: int
+    default: 30
+    version_added: 0.2.0
+  progress_file:
+    description:
+      - Where the module keeps how far it is, on the host. Set by the action plugin; empty, none is kept.
+    type: path
+    version_added: 0.2.0
 attributes:
+  action:
+    description: Has a corresponding action plugin, so parts of it run on the controller.
+    support: full
+    details: The action plugin runs the module asynchronously and prints its progress.
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+    details: It runs itself asynchronously; do not add C(async) to the task.
   check_mode:
     support: full
     details: Reports which images would be pulled; pulls nothing.
@@ -72,7 +95,7 @@ EXAMPLES = r"""
     images: [lmsysorg/sglang:spark, nvcr.io/nvidia/vllm:26.01-py3]
     timeout: 1800
     retries: 3
-  async: 7200
+    progress_interval: 30
   poll: 10
 """
 
@@ -99,10 +122,45 @@ failed_images:
   type: dict
 """
 
+import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+from ansible_collections.sparkops.inference.plugins.module_utils._pull import PullProgress
+
+
+class ProgressFile(object):
+    """Writes how far the pulls are to a file (on each layer line), for the action plugin
+    that shows it while the module runs."""
+
+    def __init__(self, path, images):
+        self.path, self.images, self.last = path, images, 0.0
+        self.doc = {"images": len(images), "index": 0, "image": None, "attempt": 0, "summary": "",
+                    "layers": {}, "started": time.time(), "image_started": time.time()}
+
+    def start(self, index, image, attempt, progress):
+        self.doc.update(index=index, image=image, attempt=attempt)
+        if attempt == 1:
+            self.doc["image_started"] = time.time()
+        self.progress = progress
+        self.write(force=True)
+
+    def line(self, text):
+        if self.progress.feed(text):  # a few lines per layer: each one is written
+            self.write()
+
+    def write(self, force=False):
+        if not self.path:
+            return
+        self.last = time.time()
+        self.doc.update(summary=self.progress.summary(), layers=self.progress.counts(), updated=self.last)
+        try:
+            atomic_write(self.path, json.dumps(self.doc), mode=0o600)
+        except OSError:
+            self.path = None  # progress is a courtesy: never fail a pull for it
+
 
 NO_RETRY = ("invalid reference format", "manifest unknown", "not found", "repository does not exist",
             "pull access denied", "unauthorized", "denied")
@@ -134,7 +192,7 @@ def reason(image, text, timed_out, attempts, timeout):
     return "pulling %s failed after %d attempts: %s" % (image, attempts, text.strip()[-300:])
 
 
-def pull(module, docker, image, p):
+def pull(module, docker, image, p, progress, index):
     before = describe(docker, image)
     entry = {"image": image, "present_before": before is not None, "pulled": False, "error": None,
              "attempts": 0, "seconds": 0.0, "log": []}
@@ -149,15 +207,19 @@ def pull(module, docker, image, p):
         entry["attempts"] = attempt
         t0 = time.time()
         # coreutils timeout ends the client; Docker then abandons the pull and keeps the layers
-        rc, out, err = docker.run_bounded(p["timeout"], ["pull", "-q", image])
+        # (the next attempt lists them as "Already exists")
+        layers = PullProgress(image)
+        progress.start(index, image, attempt, layers)
+        rc, out, err = docker.stream_bounded(p["timeout"], ["pull", image], progress.line)
+        progress.write(force=True)
         timed_out = rc in (124, 137)
         text = (out or "") + (err or "")
         if not timed_out and rc == 0:
-            entry["log"].append("attempt %d succeeded in %.1f s" % (attempt, time.time() - t0))
+            entry["log"].append("attempt %d succeeded in %.1f s: %s" % (attempt, time.time() - t0, layers.summary()))
             break
         entry["log"].append("attempt %d %s after %.1f s%s" % (
             attempt, "timed out" if timed_out else "failed", time.time() - t0,
-            "" if timed_out else ": " + text.strip()[-200:]))
+            (" with %s" % layers.summary()) if timed_out else ": " + text.strip()[-200:]))
         if not timed_out and any(w in text.lower() for w in NO_RETRY):
             break
         if attempt <= p["retries"]:
@@ -183,6 +245,8 @@ def main():
             backoff=dict(type="float", default=10),
             fail_on_error=dict(type="bool", default=False),
             docker_cli=dict(type="str", default="docker"),
+            progress_file=dict(type="path"),
+            progress_interval=dict(type="int", default=30),  # the action plugin's
         ),
         supports_check_mode=True,
     )
@@ -193,7 +257,8 @@ def main():
         module.fail_json(msg="timeout must be >= 1, retries and backoff >= 0; found timeout=%s "
                              "retries=%s backoff=%s" % (p["timeout"], p["retries"], p["backoff"]))
     docker = Docker(module, p["docker_cli"])
-    images = [pull(module, docker, image, p) for image in p["images"]]
+    progress = ProgressFile(p["progress_file"], p["images"])
+    images = [pull(module, docker, image, p, progress, i) for i, image in enumerate(p["images"])]
     failed = dict((e["image"], e["error"]) for e in images if e["error"])
     changed = any(e["pulled"] for e in images) or (module.check_mode and any(
         not e["present_before"] for e in images))

@@ -1,6 +1,7 @@
 """engine_image on the lab: real pulls from the lab registry, real probes of images that carry
 real vLLM / SGLang release trees; every bad input stops the deploy before anything is stopped."""
 import json
+import subprocess
 
 import pytest
 
@@ -166,6 +167,29 @@ def test_pull_that_times_out_once_succeeds_on_retry(lab):
     assert res.returncode == 0, out[-2000:]
     assert "attempt 1 timed out" in out and "attempt 2 succeeded" in out
     assert ssh(HOSTS[1], "docker image inspect %s >/dev/null" % image).returncode == 0
+
+
+def test_a_long_pull_shows_progress_at_the_default_verbosity(lab):
+    """spark2's link to the registry is throttled (tc on the lab side of its veth): while the
+    torch image (~0.8 GB) comes in, a line every 2 s names the host, the image, the layers and
+    the attempt; no -v needed."""
+    image = REG + "lab-engine:ray-2.60.0-torch-2.13.0"
+    ssh(HOSTS[1], "docker rmi -f %s >/dev/null 2>&1; true" % image)
+    assert subprocess.run(["tc", "qdisc", "add", "dev", "spl2m", "root", "tbf", "rate", "600mbit",
+                           "burst", "256kb", "latency", "500ms"], check=False).returncode == 0
+    try:
+        res = run([BIN + "/ansible", "-i", "inventories/lab", "spark2", "-m", "sparkops.inference.engine_pull",
+                   "-a", json.dumps({"images": [image], "timeout": 300, "retries": 0, "progress_interval": 2})])
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", "spl2m", "root"], check=False)
+    out = flat(res.out)
+    assert res.returncode == 0, out[-2000:]
+    lines = [l for l in res.out.splitlines() if l.startswith("spark2: pulling %s (1 of 1): " % image)]
+    assert len(lines) >= 2, res.out[-2000:]
+    assert all("; attempt 1 of 1, " in l and " s on this image" in l for l in lines)
+    assert any("layers done (2 on the host already)" in l for l in lines), lines
+    assert "attempt 1 succeeded in" in out and "3 of 3 layers done (2 on the host already)" in out
+    assert ssh(HOSTS[1], "ls /tmp/.sparkops-pull-* 2>/dev/null").out.strip() == ""  # progress file gone
 
 
 def test_distribute_over_the_fabric(lab):
