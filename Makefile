@@ -41,7 +41,7 @@ status: venv
 	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/lab
 
 test: setup  ## every test; ends with pytest's summary line
-	$(BIN)/pytest -p no:cacheprovider -ra tests/unit tests/integration
+	$(BIN)/pytest -p no:cacheprovider -ra --durations=40 tests/unit tests/integration
 
 unit: venv
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit

@@ -12,6 +12,7 @@ from ansible_collections.sparkops.inference.plugins.plugin_utils._controller imp
 from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
     EngineError,
     host_inputs,
+    mixed_platforms,
     no_candidate_message,
     pending,
     select,
@@ -25,10 +26,16 @@ class ActionModule(ControllerAction):
         hosts=dict(type="list", elements="str", required=True),
         architectures=dict(type="list", elements="str", default=[]),
         need_ray=dict(type="bool", default=True),
+        cluster_hosts=dict(type="list", elements="str", default=[]),
     )
 
     def act(self, args, task_vars):
         probes, platforms = host_inputs(args["hosts"], task_vars.get("hostvars", {}))
+        # every host of the cluster, also those the image only reaches over the fabric
+        dummy, everyone = host_inputs(args["cluster_hosts"] or args["hosts"], task_vars.get("hostvars", {}))
+        mixed = mixed_platforms(everyone)
+        if mixed:
+            return dict(failed=True, msg=mixed, selected=None, rows=[], table=[], pending=False)
         try:
             selected, rows = select(args["candidates"], probes, platforms, args["need_ray"])
         except EngineError as exc:

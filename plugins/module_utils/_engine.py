@@ -520,6 +520,18 @@ def host_inputs(hosts, hostvars):
     return probes, platforms
 
 
+def mixed_platforms(platforms):
+    """A sentence when the hosts are not all of one platform (one image serves the whole
+    cluster: Ray and NCCL need the same build on every host), else None."""
+    kinds = sorted(set(platforms.values()))
+    if len(kinds) < 2:
+        return None
+    by_kind = ["%s (%s)" % (k, ", ".join(sorted(h for h, v in platforms.items() if v == k))) for k in kinds]
+    return ("the cluster's hosts are of different CPU architectures: %s. One engine image serves every "
+            "host of a cluster (Ray and NCCL need the same build everywhere): make a cluster of hosts of "
+            "one architecture (nothing was stopped)" % "; ".join(by_kind))
+
+
 def pending(rows):
     """Whether a candidate could not be judged because check mode pulled nothing."""
     return any("check mode pulls nothing" in reason for r in rows for reason in r["reasons"])

@@ -44,6 +44,15 @@ options:
     description: Reject images without Ray.
     type: bool
     default: true
+  cluster_hosts:
+    description:
+      - Every host of the cluster (default O(hosts)), including those the image reaches only over
+        the fabric. Hosts of different CPU architectures fail here, naming each host's platform -
+        one engine image serves the whole cluster.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
   - sparkops.inference.attributes.read_only

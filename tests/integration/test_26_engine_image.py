@@ -213,3 +213,22 @@ def test_distribute_over_the_fabric(lab):
     res = probe_play("-e", json.dumps({"sparkops_engine_candidates": [image], "engine_image_distribute": "fabric"}))
     assert res.returncode == 0, res.out[-3000:]
     assert "changed=0" in [l for l in res.out.splitlines() if l.startswith("spark2")][-1]
+
+
+def test_hosts_of_mixed_cpu_architectures_fail_the_selection(tmp_path):
+    """The engine_select action in a real play: spark2 says it is arm64 (a plain host variable, as
+    the facts host_prereqs sets would say it), spark1 amd64; the head alone pulls (fabric
+    distribution), yet the whole cluster is checked."""
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  hosts:\n"
+        "    spark1: {ansible_connection: local, sparkops_host: {architecture: amd64}}\n"
+        "    spark2: {ansible_connection: local, sparkops_host: {architecture: arm64}}\n")
+    (tmp_path / "play.yml").write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - sparkops.inference.engine_select:\n"
+        "        candidates: [%slab-vllm:0.17.0]\n        hosts: [spark1]\n"
+        "        cluster_hosts: \"{{ ansible_play_hosts }}\"\n      run_once: true\n" % REG)
+    res = playbook(str(tmp_path / "play.yml"), "-i", str(tmp_path / "hosts.yml"))
+    assert res.returncode != 0
+    assert ("the cluster's hosts are of different CPU architectures: linux/amd64 (spark1); "
+            "linux/arm64 (spark2).") in flat(res.out)

@@ -253,3 +253,18 @@ def test_versions_from_a_real_h200_python(fixture_text, tmp_path):
     assert static["versions"]["torch"] == "2.11.0" and static["versions"]["cuda"] == "13.0"
     recorded = json.loads(fixture_text("h200-probe", "probe.json"))["compare"]
     assert all(v["static"] == v["runtime"] for v in recorded.values())
+
+
+def test_hosts_of_mixed_cpu_architectures_are_named():
+    """uname -m as a Spark (aarch64) and an x86 box print it, through the facts host_prereqs sets."""
+    from ansible_collections.sparkops.inference.plugins.module_utils._engine import host_inputs, mixed_platforms
+    hostvars = {"spark1": {"ansible_facts": {"sparkops_host": {"architecture": "aarch64"}}},
+                "spark2": {"ansible_facts": {"sparkops_host": {"architecture": "aarch64"}}},
+                "x86box": {"ansible_facts": {"sparkops_host": {"architecture": "x86_64"}}}}
+    dummy, same = host_inputs(["spark1", "spark2"], hostvars)
+    assert mixed_platforms(same) is None
+    dummy, mixed = host_inputs(["spark1", "spark2", "x86box"], hostvars)
+    msg = mixed_platforms(mixed)
+    assert msg.startswith("the cluster's hosts are of different CPU architectures: "
+                          "linux/amd64 (x86box); linux/arm64 (spark1, spark2). ")
+    assert "nothing was stopped" in msg
