@@ -1028,6 +1028,29 @@ def cmd_up(args):
     return 0
 
 
+def cmd_reboot(args):
+    """Power the hosts off and on: every process and container gone (tmpfs /run and /tmp too),
+    the disks kept, then dockerd and sshd start again as at boot - dockerd brings back the
+    containers whose restart policy says so, as on a real host."""
+    t0 = time.time()
+    state = load_state()
+    unknown = [n for n in args.hosts if n not in state["hosts"]]
+    if unknown:
+        raise LabError("no simulated host %s is up (up now: %s)"
+                       % (", ".join(unknown), ", ".join(sorted(state["hosts"])) or "none"))
+    for name in args.hosts:
+        h = state["hosts"][name]
+        stop_host(name, h)
+        log("%s: powered off" % name)
+    if args.off_for:
+        time.sleep(args.off_for)
+    for name in args.hosts:
+        start_host(state["hosts"][name]["index"], state)
+    wait_hosts(args.hosts, state)
+    log("rebooted %s in %.1f s (disks kept; sshd and dockerd up)" % (", ".join(args.hosts), time.time() - t0))
+    return 0
+
+
 def cmd_down(args):
     if os.geteuid() != 0:
         raise LabError("the lab needs root to take down namespaces and bridges; found uid %d"
@@ -1103,7 +1126,8 @@ def cmd_images(args):
 # an "embeddings" compose project. The second has no init, so it ignores SIGTERM (PID 1 in a
 # container): stopping it takes the grace period and then SIGKILL, as with many real servers.
 OLD_MODEL = [
-    ("old-vllm", ["--init", "-e", "SPARKOPS_LAB_GPU_MIB=40960"], 1024),
+    # "always", as many hand-run services are: dockerd starts it at boot even after `docker stop`
+    ("old-vllm", ["--init", "--restart", "always", "-e", "SPARKOPS_LAB_GPU_MIB=40960"], 1024),
     ("embeddings-embed-1", ["-e", "SPARKOPS_LAB_GPU_MIB=2048", "--label",
                             "com.docker.compose.project=embeddings", "--label",
                             "com.docker.compose.service=embed"], 256),
@@ -1122,6 +1146,8 @@ def cmd_old_model(args):
             if res.returncode == 0 and res.stdout.strip() == "true":
                 continue
             if res.returncode == 0:
+                if "--restart" in opts:  # a deploy holds it at "no" while it is stopped
+                    run(["docker", "-H", sock, "update", "--restart", opts[opts.index("--restart") + 1], cname])
                 run(["docker", "-H", sock, "start", cname])
                 continue
             hold = ("import time; held = bytearray(b'x') * (%d << 20); time.sleep(10 ** 9)" % mib)
@@ -1167,13 +1193,17 @@ def main(argv=None):
     sub.add_parser("images", help="build and push the lab images")
     sub.add_parser("deps", help="install the Debian packages the lab needs")
     sub.add_parser("old-model", help='start "the old model" on every host')
+    rb = sub.add_parser("reboot", help="power hosts off and on (processes and containers gone, disks kept)")
+    rb.add_argument("hosts", nargs="+", metavar="HOST")
+    rb.add_argument("--off-for", type=float, default=0, metavar="SECONDS", help="stay off this long first")
     ssh = sub.add_parser("ssh", help="ssh to a simulated Spark")
     ssh.add_argument("host")
     ssh.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     try:
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "images": cmd_images,
-                "deps": cmd_deps, "ssh": cmd_ssh, "old-model": cmd_old_model}[args.cmd](args)
+                "deps": cmd_deps, "ssh": cmd_ssh, "old-model": cmd_old_model,
+                "reboot": cmd_reboot}[args.cmd](args)
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
         return 1

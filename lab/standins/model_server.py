@@ -172,15 +172,16 @@ def place_actors(args):
           "(tensor-parallel %d x pipeline-parallel %d)" % (len(alive), gpus, world,
                                                            args.tensor_parallel_size,
                                                            args.pipeline_parallel_size), flush=True)
-    if gpus < world:
-        raise RuntimeError("the Ray cluster has %g GPUs, the model needs %d (tensor-parallel %d x "
-                           "pipeline-parallel %d)" % (gpus, world, args.tensor_parallel_size,
-                                                      args.pipeline_parallel_size))
+    if gpus < world:  # as vLLM's Ray executor: a warning, then it waits for the placement group
+        print("stand-in: warning: the Ray cluster has %g GPUs, the model needs %d: waiting up to %.0f s "
+              "for the placement group (nodes still joining)" % (gpus, world, args.placement_timeout), flush=True)
     # as vLLM's Ray executor: one bundle of one GPU per rank, spread over the nodes
     pg = placement_group([{"GPU": 1, "CPU": 0}] * world, strategy="SPREAD")
     if not pg.wait(args.placement_timeout):
-        raise RuntimeError("could not place %d bundles of 1 GPU within %.0f s"
-                           % (world, args.placement_timeout))
+        raise RuntimeError("could not place %d bundles of 1 GPU within %.0f s (the Ray cluster has %g GPUs)"
+                           % (world, args.placement_timeout,
+                              sum(n.get("Resources", {}).get("GPU", 0) for n in ray.nodes() if n.get("Alive"))))
+    alive = [n for n in ray.nodes() if n.get("Alive")]
 
     @ray.remote(num_cpus=0)
     class Worker(object):

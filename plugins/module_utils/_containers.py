@@ -81,12 +81,21 @@ def ray_mounts(tmp_dir, auth, token_file):
     return mounts
 
 
+# "unless-stopped": back after a reboot or a crash, in whatever order dockerd starts them (a
+# worker's `ray start` and the engine retry until the head is up; the engine waits for its
+# placement group), but never after `docker stop` (a kept generation stays down)
+RESTART_POLICIES = ("no", "unless-stopped")
+
+
 def _base(o, role):
-    """What every long-running container of ours has: host network and IPC, GPUs, the fabric
-    environment file (its content's hash as a label, so an edit of the file changes the spec)."""
+    """What every long-running container of ours has: host network and IPC, GPUs, a restart
+    policy (o['restart_policy']), the fabric environment file (its content's hash as a label, so an edit of the file changes the spec)."""
+    restart = str(o.get("restart_policy") or "no")
+    if restart not in RESTART_POLICIES:
+        raise SpecError("restart_policy is %r: expected one of %s" % (restart, ", ".join(RESTART_POLICIES)))
     spec = {
         "name": o["name"], "image": o["image"], "pull": "missing", "state": "started",
-        "restart_policy": "no", "network_mode": "host", "ipc_mode": "host",
+        "restart_policy": restart, "network_mode": "host", "ipc_mode": "host",
         "shm_size": str(o.get("shm_size") or "10.24g"),
         "device_requests": copy.deepcopy(GPU_REQUEST) if _flag(o.get("gpus", True)) else [],
         "labels": {"sparkops.role": role},

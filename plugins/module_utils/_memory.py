@@ -40,7 +40,7 @@ def own_gpu_mib(gpu_facts, own_names):
 
 
 def parse_systemctl_show(text):
-    """``systemctl show -p Id,LoadState,ActiveState,ControlGroup UNIT`` -> dict."""
+    """``systemctl show -p Id,LoadState,ActiveState,ControlGroup,UnitFileState UNIT`` -> dict."""
     values = {}
     for line in (text or "").splitlines():
         key, sep, value = line.partition("=")
@@ -51,7 +51,42 @@ def parse_systemctl_show(text):
         "exists": values.get("LoadState") not in (None, "", "not-found"),
         "active": values.get("ActiveState") in ("active", "activating", "reloading"),
         "cgroup": values.get("ControlGroup") or None,
+        "enabled": values.get("UnitFileState") in ("enabled", "enabled-runtime"),
     }
+
+
+# Restart policies that bring a stopped container back when dockerd starts (a reboot): "always"
+# does even after `docker stop`; the others are held too, so nothing we stopped comes back by itself
+NO_RESTART = ("", "no")
+
+
+def boot_hold(holder, restart_policy=None, unit_enabled=False):
+    """Note on the holder what brings it back at boot, so it is held while it is stopped and put
+    back on restore: a container's restart policy other than "no" (restart_policy, with its
+    retry count as "on-failure:3"), a unit that is enabled. Returns the holder."""
+    if holder["kind"] == "container" and (restart_policy or "") not in NO_RESTART:
+        holder["restart_policy"] = restart_policy
+    elif holder["kind"] == "systemd_unit" and unit_enabled:
+        holder["unit_enabled"] = True
+    return holder
+
+
+def hold_argv(holder, docker, systemctl):
+    """The command that keeps a stopped holder down across a reboot, or None."""
+    if holder.get("restart_policy"):
+        return [docker, "update", "--restart", "no", holder["id"]]
+    if holder.get("unit_enabled"):
+        return [systemctl, "disable", holder["name"]]
+    return None
+
+
+def release_argv(entry, docker, systemctl):
+    """The command that gives a restored entry back what brought it up at boot, or None."""
+    if entry.get("restart_policy"):
+        return [docker, "update", "--restart", entry["restart_policy"], entry.get("id") or entry["name"]]
+    if entry.get("unit_enabled"):
+        return [systemctl, "enable", entry["name"]]
+    return None
 
 
 def unit_gpu_mib(gpu_facts, pid_cgroups, cgroup):

@@ -219,9 +219,9 @@ SPEC_LABEL = "sparkops.spec"
 
 
 def container_rows(rows):
-    """_docker.parse_ps_json rows -> [{name, image, command, running, status, spec}]."""
+    """_docker.parse_ps_json rows -> [{name, image, command, running, state, status, spec}]."""
     return [{"name": r["name"], "image": r["image"], "command": r["command"], "running": r["running"],
-             "status": r["status"], "spec": r["labels"].get(SPEC_LABEL)} for r in rows]
+             "state": r["state"], "status": r["status"], "spec": r["labels"].get(SPEC_LABEL)} for r in rows]
 
 
 def parse_docker_ps_json(text):

@@ -16,9 +16,12 @@ description:
   - With O(state=freed), finds the holders - the listed containers, the running containers of
     the listed Docker Compose projects, every container that owns a GPU process (with
     O(stop_gpu_containers=true)) and the listed systemd units - reports the GPU memory each
-    holds, stops them (containers with a grace period, then killed; units stopped, never
-    disabled), appends them to a record on the host, optionally drops the page cache, and waits
-    until enough memory is free.
+    holds, stops them (containers with a grace period, then killed; units stopped), appends them
+    to a record on the host, optionally drops the page cache, and waits until enough memory is free.
+  - What would bring a stopped holder back at the next boot is held while it is stopped and
+    given back on restore - a container's restart policy other than C(no) is set to C(no)
+    (C(always) restarts a container at boot even after C(docker stop)), an enabled unit is
+    disabled (never masked). The record keeps the policy or the enabled state.
   - Nothing is ever removed - no container, volume, image or unit file. Compose projects'
     containers are stopped, not brought down, so they are started again exactly as they were.
   - Running it again stops nothing new and keeps the first record.
@@ -222,6 +225,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._host import re
 from ansible_collections.sparkops.inference.plugins.module_utils._memory import (
     RecordError,
     add_to_record,
+    boot_hold,
+    hold_argv,
+    release_argv,
     drop_from_record,
     in_record,
     free_mib,
@@ -268,13 +274,31 @@ class Host(object):
     def unit(self, name):
         if not self.systemctl:
             return {"name": name, "exists": False, "active": False, "cgroup": None}
-        rc, out, dummy = self.run([self.systemctl, "show", "-p", "Id,LoadState,ActiveState,ControlGroup",
+        rc, out, dummy = self.run([self.systemctl, "show", "-p", "Id,LoadState,ActiveState,ControlGroup,UnitFileState",
                                    name])
         info = parse_systemctl_show(out)
         info["name"] = info["name"] or name
         return info
 
+    def note_boot(self, holder):
+        """boot_hold(): what would bring the holder back at boot (restart policy, enabled unit)."""
+        if holder["kind"] == "container":
+            policy = ((self.dock.container(holder["id"]) or {}).get("HostConfig") or {}).get("RestartPolicy") or {}
+            name = policy.get("Name") or ""
+            if name == "on-failure" and policy.get("MaximumRetryCount"):
+                name += ":%d" % policy["MaximumRetryCount"]
+            return boot_hold(holder, restart_policy=name)
+        return boot_hold(holder, unit_enabled=self.unit(holder["name"]).get("enabled", False))
+
     def stop(self, holder, timeout):
+        # held first: a container with restart policy "always" comes back at the next boot even
+        # after `docker stop`, and an enabled unit starts at boot
+        hold = hold_argv(holder, self.docker, self.systemctl)
+        if hold:
+            rc, out, err = self.run(hold)
+            if rc != 0:
+                return "could not keep %s %s down across a reboot (%s): %s" % (
+                    holder["kind"], holder["name"], " ".join(hold[:-1]), (err or out).strip())
         if holder["kind"] == "container":
             argv = [self.docker, "stop", "-t", str(timeout), holder["id"]]
         else:
@@ -296,7 +320,14 @@ class Host(object):
                 return "systemctl missing"
             argv = [self.systemctl, "start", entry["name"]]
         rc, out, err = self.run(argv)
-        return None if rc == 0 else (err or out).strip()
+        if rc != 0:
+            return (err or out).strip()
+        release = release_argv(entry, self.docker, self.systemctl)
+        if release:  # what brought it up at boot, given back
+            rc, out, err = self.run(release)
+            if rc != 0:
+                return "started, but could not put back %s: %s" % (" ".join(release[:-1]), (err or out).strip())
+        return None
 
 
 def memory_view(facts, metric):
@@ -376,6 +407,7 @@ def freed(module, host):
     for h in holders:
         # recorded before it is stopped: a run killed during the stop must not forget it
         known = in_record(record, h)
+        host.note_boot(h)
         write_record(module, p["state_file"], add_to_record(record, [h]))
         err = host.stop(h, p["stop_timeout"])
         if err:

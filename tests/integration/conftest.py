@@ -38,6 +38,12 @@ def playbook(*args, **kw):
     return run([os.path.join(BIN, "ansible-playbook")] + list(args), **kw)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "fault(fault, inject, message, left): a fault case of docs/faults.md - what goes wrong, "
+        "how the test causes it, what the message names, what the test proves is left running")
+
+
 @pytest.fixture(scope="session")
 def lab():
     """The lab, up (idempotent: fast when it already runs)."""

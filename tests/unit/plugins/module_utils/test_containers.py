@@ -29,7 +29,8 @@ RAY = {"name": "sparkops-ray-head", "image": "reg/vllm:0.17.0", "head": True, "a
        "env_file": "/etc/sparkops/fabric.env", "env_file_sha256": "ab" * 32, "env": {}, "extra_args": [],
        "shm_size": "10.24g", "gpus": True, "privileged": False, "devices": ["/dev/infiniband"],
        "capabilities": ["IPC_LOCK"], "ulimits": ["memlock:-1:-1", "stack:67108864:67108864"],
-       "fixed_ports": {}, "dashboard": False, "dashboard_host": "192.168.100.10", "dashboard_port": 8265}
+       "fixed_ports": {}, "dashboard": False, "dashboard_host": "192.168.100.10", "dashboard_port": 8265,
+       "restart_policy": "unless-stopped"}
 
 # one changed value per input (the inputs that a head reads)
 RAY_CHANGES = {"name": "other", "image": "reg/vllm:0.18.0", "head": False, "address": "192.168.100.12",
@@ -38,21 +39,22 @@ RAY_CHANGES = {"name": "other", "image": "reg/vllm:0.18.0", "head": False, "addr
                "env_file_sha256": "cd" * 32, "env": {"NCCL_DEBUG": "INFO"}, "extra_args": ["--num-cpus", "8"],
                "shm_size": "16g", "gpus": False, "privileged": True, "devices": [], "capabilities": [],
                "ulimits": ["memlock:-1:-1"], "fixed_ports": FIXED, "dashboard": True,
-               "dashboard_host": "127.0.0.1", "dashboard_port": 8266}
+               "dashboard_host": "127.0.0.1", "dashboard_port": 8266, "restart_policy": "no"}
 
 ENGINE = {"name": "sparkops-model-server", "image": "reg/vllm:0.17.0", "engine": "vllm",
           "entrypoint": ["vllm", "serve"], "args": ["/opt/models/m", "--port", "8000"],
           "model_path": "/opt/models/m", "ray_address": "192.168.100.10:6379", "node_address": "192.168.100.10",
           "auth": True, "token_file": "/etc/sparkops/ray-token", "tmp_dir": "/var/lib/sparkops/ray",
           "env_file": "/etc/sparkops/fabric.env", "env_file_sha256": "ab" * 32, "env": {},
-          "shm_size": "10.24g", "gpus": True, "ray_head_container": "sparkops-ray-head"}
+          "shm_size": "10.24g", "gpus": True, "ray_head_container": "sparkops-ray-head",
+          "restart_policy": "unless-stopped"}
 
 ENGINE_CHANGES = {"name": "other", "image": "reg/vllm:0.18.0", "engine": "sglang",
                   "entrypoint": ["python3", "-m", "x"], "args": ["/opt/models/m", "--port", "8001"],
                   "model_path": "/opt/models/n", "ray_address": "192.168.100.10:6400",
                   "node_address": "192.168.100.11", "auth": False, "token_file": "/root/t", "tmp_dir": "/srv/ray",
                   "env_file": "", "env_file_sha256": "cd" * 32, "env": {"HF_HUB_OFFLINE": "1"},
-                  "shm_size": "32g", "gpus": False, "ray_head_container": "other-head"}
+                  "shm_size": "32g", "gpus": False, "ray_head_container": "other-head", "restart_policy": "no"}
 
 
 def test_every_ray_input_is_covered_by_a_change():
@@ -129,6 +131,12 @@ def test_fixed_ports_missing_one_is_named():
     with pytest.raises(SpecError, match="ray_cluster_fixed_ports has no max_worker"):
         ray_container(dict(copy.deepcopy(RAY), fixed_ports=dict((k, v) for k, v in FIXED.items()
                                                                 if k != "max_worker")))
+
+
+def test_a_restart_policy_other_than_ours_is_named():
+    with pytest.raises(SpecError, match="restart_policy is 'always': expected one of no, unless-stopped"):
+        ray_container(dict(RAY, restart_policy="always"))  # "always" would bring a kept generation back at boot
+    assert ray_container(RAY)["restart_policy"] == "unless-stopped"
 
 
 def test_missing_input_is_named_with_what_was_found():

@@ -14,6 +14,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
     parse_nvidia_smi_xml,
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._memory import (
+    boot_hold,
+    hold_argv,
+    release_argv,
     RecordError,
     add_to_record,
     free_mib,
@@ -90,9 +93,9 @@ def test_plan_compose_projects_and_units(gb10_busy):
 
 def test_systemctl_show_of_an_active_unit():
     info = parse_systemctl_show("Id=vllm.service\nLoadState=loaded\nActiveState=active\n"
-                                "ControlGroup=/system.slice/vllm.service\n")
+                                "ControlGroup=/system.slice/vllm.service\nUnitFileState=enabled\n")
     assert info == {"name": "vllm.service", "exists": True, "active": True,
-                    "cgroup": "/system.slice/vllm.service"}
+                    "cgroup": "/system.slice/vllm.service", "enabled": True}
 
 
 def test_unit_gpu_memory_by_cgroup(gb10_busy):
@@ -178,3 +181,16 @@ def test_what_our_own_containers_hold_counts_as_free(gb10_busy):
     from ansible_collections.sparkops.inference.plugins.module_utils._memory import own_gpu_mib
     assert own_gpu_mib(gb10_busy, ["old-sglang"]) == 96073
     assert own_gpu_mib(gb10_busy, ["sparkops-ray-head", "sparkops-model-server"]) == 0
+
+
+def test_boot_hold_keeps_what_brings_a_holder_back_at_boot():
+    c = boot_hold({"kind": "container", "name": "old", "id": "abc"}, restart_policy="on-failure:3")
+    assert hold_argv(c, "docker", "systemctl") == ["docker", "update", "--restart", "no", "abc"]
+    assert release_argv(c, "docker", "systemctl") == ["docker", "update", "--restart", "on-failure:3", "abc"]
+    plain = boot_hold({"kind": "container", "name": "x", "id": "x1"}, restart_policy="no")
+    assert "restart_policy" not in plain and hold_argv(plain, "docker", "systemctl") is None
+    u = boot_hold({"kind": "systemd_unit", "name": "ollama.service", "id": "ollama.service"}, unit_enabled=True)
+    assert hold_argv(u, "docker", "systemctl") == ["systemctl", "disable", "ollama.service"]
+    assert release_argv(u, "docker", "systemctl") == ["systemctl", "enable", "ollama.service"]
+    assert parse_systemctl_show("Id=a.service\nLoadState=loaded\nUnitFileState=enabled\n")["enabled"] is True
+    assert parse_systemctl_show("Id=a.service\nLoadState=loaded\nUnitFileState=disabled\n")["enabled"] is False

@@ -19,8 +19,9 @@ from ansible_collections.sparkops.inference.plugins.modules import gpu_memory
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         "fixtures")
 
-# state/<name> holds "running" or "exited"; `stop` copies the record into stops.log first, then
-# fails for names listed in state/refuse
+# state/<name> holds "running" or "exited", state/<name>.policy its restart policy (none: "no");
+# `stop` copies the record into stops.log first, then fails for names listed in state/refuse;
+# `update --restart P` writes the policy and logs the call in stops.log
 DOCKER = r'''#!/bin/sh
 d=%(dir)s
 case "$1" in
@@ -28,7 +29,9 @@ case "$1" in
     [ -f "$d/state/$name" ] || { echo "Error: No such container: $name" >&2; exit 1; }
     st=$(cat "$d/state/$name")
     r=false; [ "$st" = running ] && r=true
-    printf '[{"Id": "id-%%s", "Name": "/%%s", "State": {"Running": %%s}}]\n' "$name" "$name" "$r" ;;
+    p=$(cat "$d/state/$name.policy" 2>/dev/null || echo no)
+    printf '[{"Id": "id-%%s", "Name": "/%%s", "State": {"Running": %%s}, "HostConfig": {"RestartPolicy": {"Name": "%%s", "MaximumRetryCount": 0}}}]\n' "$name" "$name" "$r" "$p" ;;
+  update) name=${4#id-}; echo "$3" > "$d/state/$name.policy"; echo "update $name --restart $3" >> "$d/stops.log" ;;
   stop) name=${4#id-}
     { echo "stop $name:"; cat "$d/record.json" 2>/dev/null || echo none; echo; } >> "$d/stops.log"
     if grep -qx "$name" "$d/state/refuse" 2>/dev/null; then echo "Error: cannot stop $name" >&2; exit 1; fi
@@ -95,3 +98,21 @@ def test_recorded_lists_what_a_restore_would_start(host, capsys):
     assert res["exists"] is True and [e["name"] for e in res["record"]] == ["old-vllm", "embed"]
     assert [e["name"] for e in res["down"]] == ["old-vllm"]
     assert "ansible_facts" not in res  # the facts of the freed run stay as they were
+
+
+def test_a_restart_policy_is_held_while_stopped_and_given_back_on_restore(host, capsys):
+    """"always" brings a container back at boot even after `docker stop`: set to "no" before the
+    stop (the record keeps "always"), put back when it is started again."""
+    d, args = host
+    (d / "state" / "old-vllm.policy").write_text("always\n")
+    run_module(capsys, dict(args, containers=["old-vllm", "embed"]))
+    log = (d / "stops.log").read_text()
+    assert log.index("update old-vllm --restart no") < log.index("stop old-vllm:")
+    assert "update embed" not in log  # its policy is "no": nothing to hold
+    assert (d / "state" / "old-vllm.policy").read_text().strip() == "no"
+    entries = json.loads((d / "record.json").read_text())["stopped"]
+    assert [e.get("restart_policy") for e in entries] == ["always", None]
+    res = run_module(capsys, dict(args, state="restored"))
+    assert res["changed"] is True, res
+    assert (d / "state" / "old-vllm.policy").read_text().strip() == "always"
+    assert (d / "state" / "old-vllm").read_text().strip() == "running"

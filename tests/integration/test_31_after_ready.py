@@ -1,0 +1,233 @@
+"""After the model served: reboots (lab/lab reboot: processes and containers gone, disks kept,
+dockerd and sshd started again as at boot), a crashed engine, containers killed by hand. The
+served model comes back by itself or with a re-run that says what it repaired; the old services
+a deploy stopped stay down at boot until they are restored, and then come back as they were."""
+import json
+import os
+import re
+import time
+
+import pytest
+
+from conftest import LAB, playbook, run, ssh
+
+SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
+HOSTS = (SPARK1, SPARK2)
+OLD = {"old-vllm", "embeddings-embed-1"}
+OURS = {"sparkops-ray-head", "sparkops-ray-worker", "sparkops-model-server"}
+RECORD = "/var/lib/sparkops/gpu_memory_stopped.json"
+BOTH = "from 2 Ray actors on 192.168.77.11, 192.168.77.12"
+REPORT = os.path.expanduser("~/.sparkops/reports/latest.json")
+
+
+def flat(text):
+    return " ".join(text.split())
+
+
+def running(ip):
+    return set(ssh(ip, "docker ps --format '{{.Names}}'").out.split())
+
+
+def inspect(ip, name, fmt):
+    return ssh(ip, "docker inspect -f '%s' %s" % (fmt, name)).out.strip()
+
+
+def completion():
+    """The text of one completion from the head's engine, '' when it does not answer."""
+    body = json.dumps({"model": "qwen3.5-lab", "prompt": "hi", "max_tokens": 5})
+    out = ssh(SPARK1, "curl -s -m 5 -H 'Content-Type: application/json' -d '%s' "
+                      "http://127.0.0.1:8000/v1/completions" % body).out
+    try:
+        return json.loads(out)["choices"][0]["text"]
+    except (ValueError, KeyError, IndexError):
+        return ""
+
+
+def wait_serving(timeout=180):
+    """Seconds until the cluster answers from both hosts again (fails the test past timeout)."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if BOTH in completion():
+            return time.time() - t0
+        time.sleep(2)
+    pytest.fail("not serving from both hosts %d s after the fault; containers: %s / %s" % (
+        timeout, ssh(SPARK1, "docker ps -a --format '{{.Names}} {{.Status}}'").out,
+        ssh(SPARK2, "docker ps -a --format '{{.Names}} {{.Status}}'").out))
+
+
+def wait_restarted(ip, name, started, timeout=90):
+    """Until Docker has started the container again (its StartedAt moved on)."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if inspect(ip, name, "{{.State.StartedAt}}") not in (started, ""):
+            return
+        time.sleep(1)
+    pytest.fail("%s on %s was not restarted within %d s: %s" % (
+        name, ip, timeout, inspect(ip, name, "{{.State.Status}} {{.RestartCount}}")))
+
+
+def reboot(*names):
+    res = run(LAB + ["reboot"] + list(names))
+    assert res.returncode == 0, res.out
+    return res
+
+
+def deploy(*extra):
+    res = playbook("deploy.yml", "-i", "inventories/lab", *extra)
+    with open(REPORT) as f:
+        return res, json.load(f)
+
+
+def status():
+    res = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    return flat(res.out)
+
+
+def recap_changed(out):
+    return [int(m) for m in re.findall(r"^spark\d +: ok=\d+ +changed=(\d+)", out, re.M)]
+
+
+@pytest.fixture(scope="module")
+def serving(lab):
+    """The old model stopped by a deploy that serves (its record on each host)."""
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
+    assert res.returncode == 0, res.out[-3000:]
+    for ip in HOSTS:
+        ssh(ip, "rm -f %s" % RECORD)
+    res = run(LAB + ["old-model"])
+    assert res.returncode == 0, res.out
+    res, report = deploy()
+    assert res.returncode == 0 and report["outcome"] == "served", res.out[-3000:]
+    return report
+
+
+@pytest.mark.fault(
+    fault="every host loses power after the model served",
+    inject="lab/lab reboot spark1 spark2 (every process and container gone, disks kept)",
+    message="none needed: it serves again by itself; the re-run after it changes nothing and repairs nothing",
+    left="the model served again from both hosts (Ray head, worker and engine restarted by Docker); "
+         "the old services the deploy stopped still down")
+def test_a_power_cut_of_every_host_serves_again_without_an_operator(serving):
+    for ip in HOSTS:
+        # held while stopped: "always" would bring it back at boot even after `docker stop`
+        assert inspect(ip, "old-vllm", "{{.HostConfig.RestartPolicy.Name}}") == "no"
+        record = json.loads(ssh(ip, "cat " + RECORD).out)["stopped"]
+        assert {"name": "old-vllm", "restart_policy": "always"}.items() <= record[0].items(), record
+    reboot("spark1", "spark2")
+    wait_serving()
+    for ip in HOSTS:
+        assert not running(ip) & OLD, running(ip)
+        assert inspect(ip, "sparkops-ray-head" if ip == SPARK1 else "sparkops-ray-worker",
+                       "{{.HostConfig.RestartPolicy.Name}}") == "unless-stopped"
+    res, report = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert recap_changed(res.out) == [0, 0], res.out[-1500:]
+    assert report["repaired"] == {} and "repaired " not in res.out
+
+
+@pytest.mark.fault(
+    fault="a worker host reboots while the model serves",
+    inject="lab/lab reboot spark2",
+    message="none needed: the engine loses its rank on spark2, exits, and Docker restarts it",
+    left="the model served again from both hosts; spark2's old services still down")
+def test_a_worker_reboot_serves_again_without_an_operator(serving):
+    started = inspect(SPARK1, "sparkops-model-server", "{{.State.StartedAt}}")
+    reboot("spark2")
+    # the engine loses its rank on spark2, dies as an engine does, and is restarted by Docker
+    wait_restarted(SPARK1, "sparkops-model-server", started)
+    wait_serving()
+    assert not running(SPARK2) & OLD and "sparkops-ray-worker" in running(SPARK2)
+
+
+@pytest.mark.fault(
+    fault="the engine process crashes",
+    inject="kill -9 of the engine container's main process on the head",
+    message="status.yml: 'sparkops-model-server restarted N time(s) by Docker'",
+    left="the model served again (Docker's restart policy), Ray untouched")
+def test_an_engine_that_crashes_is_restarted_and_status_says_so(serving):
+    head_started = inspect(SPARK1, "sparkops-ray-head", "{{.State.StartedAt}}")
+    pid = inspect(SPARK1, "sparkops-model-server", "{{.State.Pid}}")
+    assert pid.isdigit() and int(pid) > 0, pid
+    started = inspect(SPARK1, "sparkops-model-server", "{{.State.StartedAt}}")
+    assert ssh(SPARK1, "kill -9 %s" % pid).returncode == 0
+    wait_restarted(SPARK1, "sparkops-model-server", started)
+    wait_serving()
+    out = status()
+    assert re.search(r"spark1 +sparkops-model-server +restarted [1-9]\d* time\(s\) by Docker", out), out[-2000:]
+    assert inspect(SPARK1, "sparkops-ray-head", "{{.State.StartedAt}}") == head_started
+
+
+@pytest.mark.fault(
+    fault="a worker's Ray container is killed by hand",
+    inject="docker kill sparkops-ray-worker on spark2 (Docker leaves a killed container down)",
+    message="status.yml names spark2 sparkops-ray-worker exited (137), stopped by hand; the re-run's "
+            "report: 'repaired spark2: sparkops-ray-worker (was exited)'",
+    left="after the re-run: the model served from both hosts")
+def test_a_killed_worker_is_named_by_status_and_repaired_by_a_re_run(serving):
+    assert ssh(SPARK2, "docker kill sparkops-ray-worker").returncode == 0
+    out = status()
+    assert re.search(r"spark2 +sparkops-ray-worker +exited \(exit code 137\) since \S+; restart policy "
+                     r"unless-stopped: stopped by hand or by a deploy, so Docker leaves it down", out), out[-2500:]
+    assert "Not running (deploy.yml starts them again" in out
+    res, report = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert report["repaired"]["spark2"] == ["sparkops-ray-worker (was exited)"], report["repaired"]
+    assert "repaired spark2: sparkops-ray-worker (was exited) - found stopped, started again" in flat(res.out)
+    assert BOTH in completion() and report["ray"]["nodes"] == 2
+
+
+@pytest.mark.fault(
+    fault="the Ray head container is killed by hand",
+    inject="docker kill sparkops-ray-head on spark1 (the engine shares its PID namespace and dies with it)",
+    message="the re-run's report: 'repaired spark1: sparkops-ray-head (was exited)'",
+    left="after the re-run: a new head, the worker rejoined it, the model served from both hosts")
+def test_a_killed_head_is_repaired_by_a_re_run(serving):
+    assert ssh(SPARK1, "docker kill sparkops-ray-head").returncode == 0
+    res, report = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert "sparkops-ray-head (was exited)" in report["repaired"]["spark1"], report["repaired"]
+    assert report["ray"]["nodes"] == 2 and BOTH in completion()
+
+
+@pytest.mark.fault(
+    fault="a worker reboots with sparkops_serve_after_reboot=false",
+    inject="deploy -e sparkops_serve_after_reboot=false, then lab/lab reboot spark2",
+    message="status.yml: 'spark2 sparkops-ray-worker exited ...; restart policy no: it stays down after a "
+            "reboot or a crash (sparkops_serve_after_reboot is false)'",
+    left="down by choice until the re-run, which repairs it: then the model served from both hosts")
+def test_with_serve_after_reboot_off_a_reboot_stays_down_and_status_says_why(serving):
+    off = ("-e", "sparkops_serve_after_reboot=false")
+    res, dummy = deploy(*off)
+    assert res.returncode == 0, res.out[-3000:]
+    assert inspect(SPARK2, "sparkops-ray-worker", "{{.HostConfig.RestartPolicy.Name}}") == "no"
+    reboot("spark2")
+    time.sleep(5)
+    assert "sparkops-ray-worker" not in running(SPARK2)
+    out = status()
+    assert re.search(r"spark2 +sparkops-ray-worker +exited \(exit code \d+\) since \S+; restart policy no: "
+                     r"it stays down after a reboot or a crash \(sparkops_serve_after_reboot is false\)", out), out[-2500:]
+    res, report = deploy(*off)
+    assert res.returncode == 0, res.out[-3000:]
+    assert "sparkops-ray-worker (was exited)" in report["repaired"]["spark2"], report["repaired"]
+    assert BOTH in completion()
+
+
+@pytest.mark.fault(
+    fault="the old services are brought back after the model served",
+    inject="teardown.yml -e sparkops_restore=true, then lab/lab reboot spark1",
+    message="the restore names what it started; the record is renamed .restored",
+    left="the old services running again with their own restart policy (old-vllm 'always' comes back "
+         "at the next boot), nothing of ours")
+def test_restore_gives_back_the_old_services_restart_policy(serving):
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_restore=true")
+    assert res.returncode == 0, res.out[-3000:]
+    for ip in HOSTS:
+        assert OLD <= running(ip) and not running(ip) & OURS, running(ip)
+        assert inspect(ip, "old-vllm", "{{.HostConfig.RestartPolicy.Name}}") == "always"
+    reboot("spark1")
+    for dummy in range(50):
+        if "old-vllm" in running(SPARK1):
+            break
+        time.sleep(0.2)
+    assert "old-vllm" in running(SPARK1) and not running(SPARK1) & OURS
