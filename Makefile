@@ -11,7 +11,7 @@ HOSTS ?= 2
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections:$(HOME)/.ansible/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity molecule clean
+.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity molecule faults-doc clean
 
 setup: deps venv
 
@@ -42,6 +42,9 @@ status: venv
 
 test: setup  ## every test; ends with pytest's summary line
 	$(BIN)/pytest -p no:cacheprovider -ra --durations=40 tests/unit tests/integration
+
+faults-doc:  ## docs/faults.md from the lab tests' fault markers
+	$(PYTHON) tests/fault_catalogue.py
 
 unit: venv
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit

@@ -45,6 +45,13 @@ for d in docker containerd sparkops; do
     mkdir -p "$hostdir/$d" "/var/lib/$d"
     mount --bind "$hostdir/$d" "/var/lib/$d"
 done
+# a lab fault (lab/lab small-disk HOST MIB): Docker's image stores on a small, empty tmpfs - a
+# disk that fills up during a pull; the host's own store is untouched underneath
+if [ -f "$hostdir/small-disk-mib" ]; then
+    for d in docker containerd; do
+        mount -t tmpfs -o size="$(cat "$hostdir/small-disk-mib")m" small-disk "/var/lib/$d"
+    done
+fi
 
 hostname "$name"
 mkdir -p /run/sshd /run/lock

@@ -52,6 +52,10 @@ MGMT_PREFIX, FABRIC_PREFIX = "10.77.0", "192.168.77"
 CONTROLLER_IP = MGMT_PREFIX + ".1"
 REGISTRY_NS, REGISTRY_IP, REGISTRY_PORT = "sparkreg", MGMT_PREFIX + ".5", 5000
 REGISTRY = "%s:%d" % (REGISTRY_IP, REGISTRY_PORT)
+# The same registry (the same storage) behind htpasswd authentication, as private registries are
+AUTH_PORT = 5001
+AUTH_REGISTRY = "%s:%d" % (REGISTRY_IP, AUTH_PORT)
+AUTH_USER, AUTH_PASSWORD = "sparkops-lab", "lab-registry-canary-7f3a"
 MGMT_IFACE, FABRIC_IFACE, FABRIC_MTU = "enP7s7", "enp1s0f1np1", 9000
 IPT_CHAIN = "SPARKOPS-LAB"
 MAX_HOSTS = 40
@@ -322,6 +326,46 @@ def ensure_registry(state):
     if not registry_ready(20):
         raise LabError("the lab registry did not answer on %s within 20 s; see %s"
                        % (REGISTRY, os.path.join(STATE, "registry.log")))
+
+
+def bcrypt_hash(password):
+    """A bcrypt hash for the registry's htpasswd file (the only format it takes), from the C
+    library's crypt (glibc/libxcrypt on Debian)."""
+    import warnings  # pylint: disable=import-outside-toplevel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import crypt  # pylint: disable=import-outside-toplevel,deprecated-module
+    h = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
+    if not h or not h.startswith("$2"):
+        raise LabError("this Python's crypt cannot make bcrypt hashes (got %r): the authenticated "
+                       "lab registry needs one" % h)
+    return h
+
+
+def ensure_auth_registry(state):
+    """AUTH_REGISTRY: the lab registry's storage served again, read-only, behind htpasswd."""
+    if pid_alive(state.get("auth_registry_pid")) and port_open(REGISTRY_IP, AUTH_PORT):
+        return
+    adir = os.path.join(STATE, "registry-auth")
+    os.makedirs(adir, exist_ok=True)
+    write(os.path.join(adir, "htpasswd"), "%s:%s\n" % (AUTH_USER, bcrypt_hash(AUTH_PASSWORD)), 0o600)
+    cfg = os.path.join(adir, "registry.yml")
+    write(cfg, "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+               "  maintenance:\n    readonly:\n      enabled: true\nauth:\n  htpasswd:\n    realm: sparkops-lab\n"
+               "    path: %s\nhttp:\n  addr: %s\n"
+               % (os.path.join(CACHE, "registry"), os.path.join(adir, "htpasswd"), AUTH_REGISTRY), 0o600)
+    logf = open(os.path.join(adir, "registry.log"), "ab")
+    proc = subprocess.Popen(["ip", "netns", "exec", REGISTRY_NS, "docker-registry", "serve", cfg],
+                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    state["auth_registry_pid"] = proc.pid
+    save_state(state)
+    for dummy in range(100):
+        if port_open(REGISTRY_IP, AUTH_PORT):
+            return
+        time.sleep(0.2)
+    raise LabError("the authenticated lab registry did not answer on %s within 20 s; see %s"
+                   % (AUTH_REGISTRY, os.path.join(adir, "registry.log")))
 
 
 def registry_request(method, path, body=None, headers=None, timeout=60):
@@ -788,7 +832,7 @@ def prepare_host(i, total, docker26=False):
     write(os.path.join(upper, "etc/hosts"), "\n".join(hosts) + "\n")
     write(os.path.join(upper, "etc/hostname"), name + "\n")
     daemon = {
-        "insecure-registries": [REGISTRY],
+        "insecure-registries": [REGISTRY, AUTH_REGISTRY],
         "runtimes": {"nvidia": {"path": "runc"}},
         "storage-driver": "overlay2",
         "iptables": False,
@@ -1005,6 +1049,7 @@ def cmd_up(args):
     ensure_keys()
     ensure_bridges()
     ensure_registry(state)
+    ensure_auth_registry(state)
     started = []
     for i, name in enumerate(wanted, 1):
         prepare_host(i, args.hosts, name in docker26)
@@ -1051,6 +1096,21 @@ def cmd_reboot(args):
     return 0
 
 
+def cmd_small_disk(args):
+    """A lab fault: the host's Docker stores on a small empty tmpfs of MIB MiB (0: its own disk
+    again, images as they were); the host reboots to take it."""
+    state = load_state()
+    if args.host not in state["hosts"]:
+        raise LabError("no simulated host %s is up (up now: %s)" % (args.host, ", ".join(sorted(state["hosts"])) or "none"))
+    flag = os.path.join(host_dir(args.host), "small-disk-mib")
+    if args.mib > 0:
+        write(flag, "%d\n" % args.mib)
+    elif os.path.exists(flag):
+        os.unlink(flag)
+    args.hosts, args.off_for = [args.host], 0
+    return cmd_reboot(args)
+
+
 def cmd_down(args):
     if os.geteuid() != 0:
         raise LabError("the lab needs root to take down namespaces and bridges; found uid %d"
@@ -1063,16 +1123,16 @@ def cmd_down(args):
         for ns in os.listdir("/run/netns"):
             if ns.startswith("spark") and ns[5:].isdigit():
                 unplumb(ns)
-    pid = state.get("registry_pid")
-    if pid_alive(pid):
-        os.killpg(pid, signal.SIGTERM)
-        for dummy in range(100):
-            if not pid_alive(pid):
-                break
-            time.sleep(0.05)
+    for pid in (state.get("registry_pid"), state.get("auth_registry_pid")):
+        if pid_alive(pid):
+            os.killpg(pid, signal.SIGTERM)
+            for dummy in range(100):
+                if not pid_alive(pid):
+                    break
+                time.sleep(0.05)
     unplumb(REGISTRY_NS)
     remove_bridges()
-    save_state({"hosts": {}, "registry_pid": None})
+    save_state({"hosts": {}, "registry_pid": None, "auth_registry_pid": None})
     if args.purge:
         shutil.rmtree(os.path.join(STATE, "hosts"), ignore_errors=True)
     log("down: no lab namespace, bridge, iptables chain or process is left"
@@ -1196,6 +1256,9 @@ def main(argv=None):
     rb = sub.add_parser("reboot", help="power hosts off and on (processes and containers gone, disks kept)")
     rb.add_argument("hosts", nargs="+", metavar="HOST")
     rb.add_argument("--off-for", type=float, default=0, metavar="SECONDS", help="stay off this long first")
+    sd = sub.add_parser("small-disk", help="a fault: the host's Docker stores on a small empty disk (0: its own)")
+    sd.add_argument("host")
+    sd.add_argument("mib", type=int)
     ssh = sub.add_parser("ssh", help="ssh to a simulated Spark")
     ssh.add_argument("host")
     ssh.add_argument("command", nargs=argparse.REMAINDER)
@@ -1203,7 +1266,7 @@ def main(argv=None):
     try:
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "images": cmd_images,
                 "deps": cmd_deps, "ssh": cmd_ssh, "old-model": cmd_old_model,
-                "reboot": cmd_reboot}[args.cmd](args)
+                "reboot": cmd_reboot, "small-disk": cmd_small_disk}[args.cmd](args)
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
         return 1

@@ -57,3 +57,50 @@ class PullProgress(object):
         if busy:
             text += ", %d downloading or extracting" % busy
         return text
+
+
+# ------------------------------------------------------------------ a pull that filled the disk
+
+DISK_FULL = "no space left on device"
+
+
+def manifest_size(doc, os_name="linux", arch="amd64"):
+    """From `docker manifest inspect` output: (bytes, None) - the compressed size of one image
+    (its config and layers) - or (None, digest) of this platform's manifest when doc is a list
+    (an OCI index or a Docker manifest list) to be inspected next; (None, None) when neither."""
+    if not isinstance(doc, dict):
+        return None, None
+    if isinstance(doc.get("manifests"), list):
+        for m in doc["manifests"]:
+            plat = m.get("platform") or {}
+            if plat.get("os") == os_name and plat.get("architecture") == arch:
+                return None, m.get("digest")
+        return None, None
+    layers = doc.get("layers")
+    if not isinstance(layers, list):
+        return None, None
+    return sum(int(x.get("size") or 0) for x in layers) + int((doc.get("config") or {}).get("size") or 0), None
+
+
+def repository_of(image):
+    """registry/repository of an image reference, without its tag or digest."""
+    name = image.split("@", 1)[0]
+    head, sep, last = name.rpartition("/")
+    if ":" in last:
+        last = last.split(":", 1)[0]
+    return head + sep + last
+
+
+def gib(n):
+    return "%.2f GiB" % (n / float(1 << 30)) if n >= 1 << 28 else "%d MiB" % (n // (1 << 20))
+
+
+def disk_full_reason(image, attempt, attempts, root, free_bytes, image_bytes, size_note=""):
+    """The message of a pull that ran out of disk: where, how much is free, how big the image is."""
+    size = ("the image is %s compressed (more once unpacked)" % gib(image_bytes) if image_bytes is not None
+            else "the image's size is unknown (%s)" % (size_note or "docker manifest inspect gave none"))
+    where = ("Docker's data root %s has %s free" % (root, gib(free_bytes)) if root and free_bytes is not None
+             else "the free space of Docker's data root %s could not be read" % (root or "(docker info gave none)"))
+    return ("pulling %s ran out of disk space (no space left on device in attempt %d of %d; a full disk is "
+            "not retried): %s, %s. Free space there (docker image prune -a, docker builder prune; old "
+            "models) or move Docker's data-root to a larger disk" % (image, attempt, attempts, where, size))

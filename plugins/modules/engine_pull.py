@@ -123,12 +123,20 @@ failed_images:
 """
 
 import json
+import os
+import platform
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
-from ansible_collections.sparkops.inference.plugins.module_utils._pull import PullProgress
+from ansible_collections.sparkops.inference.plugins.module_utils._pull import (
+    DISK_FULL,
+    PullProgress,
+    disk_full_reason,
+    manifest_size,
+    repository_of,
+)
 
 
 class ProgressFile(object):
@@ -163,7 +171,7 @@ class ProgressFile(object):
 
 
 NO_RETRY = ("invalid reference format", "manifest unknown", "not found", "repository does not exist",
-            "pull access denied", "unauthorized", "denied")
+            "pull access denied", "unauthorized", "denied", "no basic auth credentials", DISK_FULL)
 
 
 def describe(docker, image):
@@ -174,8 +182,39 @@ def describe(docker, image):
             "platform": facts["platform"]}
 
 
-def reason(image, text, timed_out, attempts, timeout):
+def disk_facts(docker, image):
+    """(Docker's data root, its free bytes, the image's compressed bytes, a note) for a full disk."""
+    rc, out, dummy = docker.run(["info", "--format", "{{.DockerRootDir}}"])
+    root = out.strip() if rc == 0 and out.strip() else None
+    free = None
+    if root:
+        try:
+            st = os.statvfs(root)
+            free = st.f_bavail * st.f_frsize
+        except OSError:
+            pass
+    size, note, ref = None, "", image
+    machine = platform.machine().lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+    for dummy in range(2):  # a manifest list, then this platform's manifest
+        rc, out, err = docker.run(["manifest", "inspect", "--insecure", ref])
+        if rc != 0:
+            note = "docker manifest inspect: %s" % (err or out).strip()[-160:]
+            break
+        try:
+            size, digest = manifest_size(json.loads(out), "linux", arch)
+        except ValueError:
+            break
+        if size is not None or not digest:
+            break
+        ref = "%s@%s" % (repository_of(image), digest)
+    return root, free, size, note
+
+
+def reason(image, text, timed_out, attempts, timeout, docker=None, allowed=None):
     low = text.lower()
+    if DISK_FULL in low and docker is not None:
+        return disk_full_reason(image, attempts, allowed or attempts, *disk_facts(docker, image))
     if timed_out:
         return "pulling %s timed out (%d attempts of %d s each): raise engine_image_pull_timeout " \
                "or check the bandwidth to the registry" % (image, attempts, timeout)
@@ -183,7 +222,7 @@ def reason(image, text, timed_out, attempts, timeout):
         return "%r is not a valid image reference: expected [registry/]repository[:tag|@digest]" % image
     if any(w in low for w in ("manifest unknown", "not found", "does not exist")):
         return "the registry does not know %s (%s)" % (image, text.strip()[-200:])
-    if any(w in low for w in ("unauthorized", "denied")):
+    if any(w in low for w in ("unauthorized", "denied", "no basic auth credentials")):
         return "the registry refused %s (%s): set engine_image_registry_username/password" % (
             image, text.strip()[-200:])
     if any(w in low for w in ("connection refused", "no such host", "i/o timeout", "network is unreachable",
@@ -231,7 +270,7 @@ def pull(module, docker, image, p, progress, index):
         entry.update(after)
         entry["pulled"] = before is None or before["id"] != after["id"]
     else:
-        entry["error"] = reason(image, text, timed_out, entry["attempts"], p["timeout"])
+        entry["error"] = reason(image, text, timed_out, entry["attempts"], p["timeout"], docker, p["retries"] + 1)
     return entry
 
 

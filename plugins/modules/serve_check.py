@@ -191,6 +191,19 @@ def phase_precheck(module, base, doc):
                      endpoint=base)
 
 
+def exit_code(docker, name, state, wait=5.0):
+    """The engine's exit code. Once Docker has restarted it (a restart policy) the running
+    container shows none: watch it a few seconds for its next exit - an engine that cannot start
+    exits again, and Docker's back-off (doubling from 0.1 s) makes the "restarting" window long."""
+    deadline = time.time() + wait
+    while state.get("Running") and not state.get("Restarting"):
+        if time.time() > deadline:
+            return "unknown"
+        time.sleep(0.1)
+        state = ((docker.container(name) or {}).get("State")) or {}
+    return state.get("ExitCode")
+
+
 def wait_served(module, docker, base):
     """Poll until /health is 200 and /v1/models lists the served name; the container document
     when it is ready. Fails when the engine exits or the timeout passes, with its last logs."""
@@ -198,14 +211,21 @@ def wait_served(module, docker, base):
     host = socket.gethostname()
     deadline = time.time() + p["timeout"]
     last = "no answer yet"
+    restarts = None
     while True:
         doc = docker.container(p["container"])
         state = (doc or {}).get("State") or {}
-        if not state.get("Running"):
-            module.fail_json(msg="the engine exited during start (container %s, exit code %s) on %s. "
-                                 "Its last log lines:\n%s" % (p["container"], state.get("ExitCode"), host,
-                                                              "\n".join(docker.logs(p["container"],
-                                                                                    p["log_lines"]))),
+        count = (doc or {}).get("RestartCount") or 0
+        restarts = count if restarts is None else restarts
+        # with a restart policy Docker starts an engine that exited again: "restarting" (its exit
+        # code still there) or a higher restart count is an exit too
+        if not state.get("Running") or state.get("Restarting") or count > restarts:
+            exited = exit_code(docker, p["container"], state)
+            module.fail_json(msg="the engine exited during start (container %s, exit code %s%s) on %s. "
+                                 "Its last log lines:\n%s" % (
+                                     p["container"], exited,
+                                     "; Docker restarted it %d time(s)" % count if count > restarts else "", host,
+                                     "\n".join(docker.logs(p["container"], p["log_lines"]))),
                              endpoint=base)
         code, text = http("GET", base + "/health")
         if code == 200:

@@ -172,6 +172,11 @@ def test_stale_ray_container_is_removed_when_asked(hand_run_worker):
     assert out.count(" node_") == 2 and "/2.0 GPU" in out
 
 
+@pytest.mark.fault(
+    fault='the Ray image has no Ray',
+    inject='ray.yml with ray_cluster_image a plain Debian image',
+    message="'image ... has no usable Ray'",
+    left='the running Ray head untouched (same start time)')
 def test_image_without_ray_fails_before_touching_the_cluster(cluster):
     head_before = started_at(SPARK1, "sparkops-ray-head")
     res = ray("-e", "ray_cluster_image=10.77.0.5:5000/sparkops/lab-base:bookworm")

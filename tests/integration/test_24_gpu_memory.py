@@ -69,12 +69,24 @@ def test_deploy_stops_records_frees_then_restore_brings_back(old_model):
         assert ssh(ip, "test -e %s.restored" % RECORD).returncode == 0
 
 
+@pytest.mark.fault(
+    fault='a restore with no record of what was stopped',
+    inject='teardown.yml -e sparkops_restore=true on hosts without a record',
+    message="'no record of stopped services at /var/lib/sparkops/gpu_memory_stopped.json: nothing was restored'",
+    left='the old services running on both hosts, as before')
 def test_restore_without_a_record_fails_and_names_the_file(old_model):
     res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_restore=true")
     assert res.returncode != 0
     assert "no record of stopped services at %s: nothing was restored" % RECORD in res.out
+    for ip in HOSTS:
+        assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
 
 
+@pytest.mark.fault(
+    fault='the record of stopped services is corrupt',
+    inject="'{broken' written to the record on both hosts, then a restore",
+    message="'the record of stopped services ... is corrupt'",
+    left='the old services running on both hosts, as before; nothing started or stopped')
 def test_corrupt_record_restores_nothing(old_model):
     for ip in HOSTS:
         ssh(ip, "mkdir -p /var/lib/sparkops && echo '{broken' > %s" % RECORD)
@@ -83,8 +95,14 @@ def test_corrupt_record_restores_nothing(old_model):
     assert "the record of stopped services %s is corrupt" % RECORD in res.out
     for ip in HOSTS:
         ssh(ip, "rm -f %s" % RECORD)
+        assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
 
 
+@pytest.mark.fault(
+    fault='more free memory asked for than the host has',
+    inject='gpu_memory_free_gib 100000',
+    message="'waiting for 100000.0 GiB free, but the memory in all is ...'",
+    left='the old services running on both hosts, as before (nothing was stopped)')
 def test_threshold_above_total_fails_before_stopping(old_model):
     res = memory_play("-e", "gpu_memory_free_gib=100000")
     assert res.returncode != 0
@@ -93,15 +111,29 @@ def test_threshold_above_total_fails_before_stopping(old_model):
         assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
 
 
+@pytest.mark.fault(
+    fault='memory that never frees (nothing listed to stop)',
+    inject='no containers or projects to stop, free fraction 0.999, a 2 s wait',
+    message="'... waiting for ... still holding GPU memory: pid ... in old-vllm'",
+    left='the old services running on both hosts, as before')
 def test_memory_that_never_frees_times_out_naming_holders(old_model):
     res = memory_play("-e", '{"gpu_memory_stop_containers": [], "gpu_memory_stop_compose_projects": [], '
                       '"gpu_memory_free_fraction": 0.999, "gpu_memory_wait_timeout": 2}')
     assert res.returncode != 0
     assert "waiting for" in res.out and "still holding GPU memory: pid" in res.out
     assert "in old-vllm" in res.out
+    for ip in HOSTS:
+        assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
 
 
+@pytest.mark.fault(
+    fault='a listed container does not exist, in strict mode',
+    inject='gpu_memory_stop_containers [no-such-model] with gpu_memory_strict',
+    message="'container no-such-model does not exist'",
+    left='the old services running on both hosts, as before (nothing was stopped)')
 def test_strict_fails_on_a_missing_container(old_model):
     res = memory_play("-e", '{"gpu_memory_stop_containers": ["no-such-model"], "gpu_memory_strict": true}')
     assert res.returncode != 0
     assert "container no-such-model does not exist" in res.out
+    for ip in HOSTS:
+        assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))

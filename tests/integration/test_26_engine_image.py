@@ -1,6 +1,7 @@
 """engine_image on the lab: real pulls from the lab registry, real probes of images that carry
 real vLLM / SGLang release trees; every bad input stops the deploy before anything is stopped."""
 import json
+import re
 import subprocess
 
 import pytest
@@ -9,6 +10,8 @@ from conftest import BIN, LAB, playbook, run, ssh
 
 HOSTS = ("10.77.0.11", "10.77.0.12")
 REG = "10.77.0.5:5000/sparkops/"
+# the lab registry's storage again, behind htpasswd (lab/sparklab.py AUTH_*)
+AUTH_REG, AUTH_USER, AUTH_PASSWORD = "10.77.0.5:5001", "sparkops-lab", "lab-registry-canary-7f3a"
 QWEN35 = "Qwen3_5MoeForConditionalGeneration"
 
 
@@ -82,6 +85,11 @@ def test_probe_module_static_runtime_cached(lab):
     assert "is built for linux/arm64/v8 and this host is linux/amd64" in flat(" ".join(arm["errors"]))
 
 
+@pytest.mark.fault(
+    fault='no candidate image can serve the model',
+    inject='candidates: an engine too old for the architecture, one without Ray, one without an engine',
+    message="'No candidate image can serve ... on spark1, spark2 (nothing was stopped)', each candidate's reason",
+    left='the old services running on both hosts (nothing was stopped)')
 def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
     res = deploy("-e", json.dumps({"sparkops_engine_candidates": [
         REG + "lab-vllm:0.14.0", REG + "lab-sglang:0.5.10", REG + "lab-engine:ray-2.60.0"]}))
@@ -94,6 +102,11 @@ def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
         assert {"old-vllm", "embeddings-embed-1"} <= running(ip)
 
 
+@pytest.mark.fault(
+    fault='the GPU runtime is broken on one host',
+    inject="spark2's NVIDIA hook fails as NVIDIA's does when the driver is not loaded",
+    message="'docker run --gpus all ... failed: the NVIDIA kernel driver is not loaded' ... 'reboot the host'",
+    left='exactly what ran before on both hosts (the old services; nothing stopped or started)')
 def test_a_broken_gpu_runtime_is_named_before_anything_is_stopped(old_model):
     """spark2's NVIDIA hook fails as NVIDIA's does when the driver is not loaded (a lab fault of
     the stand-in hook): the deploy stops in engine_image, naming the host, the cause and the fix."""
@@ -121,6 +134,8 @@ def test_a_broken_gpu_runtime_is_named_before_anything_is_stopped(old_model):
     (["10.77.0.5:5000/x;touch /tmp/pwned"], "is not a valid image reference"),
     (["10.77.0.99:5000/sparkops/lab-vllm:0.17.0"],
      "the registry of 10.77.0.99:5000/sparkops/lab-vllm:0.17.0 is unreachable after 2 attempts"),
+    ([AUTH_REG + "/sparkops/lab-vllm:0.17.0"],  # no login: the registry's 401 is named, not retried
+     "the registry refused %s/sparkops/lab-vllm:0.17.0" % AUTH_REG),
 ])
 def test_bad_candidates_are_named(lab, candidates, expected):
     res = deploy("-e", json.dumps({"sparkops_engine_candidates": candidates, "engine_image_pull_retries": 1,
@@ -232,3 +247,76 @@ def test_hosts_of_mixed_cpu_architectures_fail_the_selection(tmp_path):
     assert res.returncode != 0
     assert ("the cluster's hosts are of different CPU architectures: linux/amd64 (spark1); "
             "linux/arm64 (spark2).") in flat(res.out)
+
+
+@pytest.mark.fault(
+    fault="the disk fills up during a pull",
+    inject="lab/lab small-disk spark2 48 (its Docker stores on an empty 48 MiB tmpfs), then a deploy "
+           "past preflight's free-space floor (as a 20 GB image on 15 GB free is)",
+    message="'pulling ... ran out of disk space (no space left on device in attempt 1 of 4; a full disk is not "
+            "retried): Docker's data root "
+            "/var/lib/docker has N MiB free, the image is X MiB compressed'",
+    left="nothing stopped: spark1's old services running, both hosts' records of stopped services unchanged")
+def test_a_full_disk_is_named_once_with_the_free_space_and_the_image_size(old_model):
+    image = REG + "lab-vllm:0.17.0"
+    records = "cat /var/lib/sparkops/gpu_memory_stopped.json 2>/dev/null; true"
+    before = [ssh(ip, records).out for ip in HOSTS]
+    assert run(LAB + ["small-disk", "spark2", "48"]).returncode == 0
+    try:
+        # preflight's free-space floor (5 GiB) would stop it first; a 20 GB image on a disk with
+        # 15 GB free passes that floor and fills the disk during the pull - as this one does
+        res = deploy("-e", json.dumps({"sparkops_engine_candidates": [image], "engine_image_pull_retries": 3,
+                                       "engine_image_pull_backoff": 5, "preflight_min_free_disk_gib": 0}))
+    finally:
+        assert run(LAB + ["small-disk", "spark2", "0"]).returncode == 0
+    assert res.returncode != 0
+    out = flat(res.out)
+    m = re.search(r"pulling %s ran out of disk space \(no space left on device in attempt 1 of 4; a full disk "
+                  r"is not retried\): Docker's data "
+                  r"root /var/lib/docker has (\d+) MiB free, the image is ([\d.]+) (MiB|GiB) compressed "
+                  r"\(more once unpacked\)\. Free space there" % re.escape(image), out)
+    assert m, out[-3000:]
+    assert int(m.group(1)) < 48
+    assert "No candidate image can serve" in out and "(nothing was stopped)" in out
+    assert {"old-vllm", "embeddings-embed-1"} <= running(HOSTS[0])
+    assert [ssh(ip, records).out for ip in HOSTS] == before  # nothing was stopped on either host
+
+
+def login_play(password, *extra):
+    return deploy("-vvv", "-e", json.dumps({
+        "sparkops_engine_candidates": [AUTH_REG + "/sparkops/lab-vllm:0.17.0"],
+        "engine_image_registry_username": AUTH_USER, "engine_image_registry_password": password}), *extra)
+
+
+@pytest.mark.fault(
+    fault="a private registry and a wrong password",
+    inject="candidates from the lab's htpasswd registry (10.77.0.5:5001), a wrong engine_image_registry_password, -vvv",
+    message="'the registry 10.77.0.5:5001 refused the login of sparkops-lab on spark1: wrong user name or "
+            "password - check engine_image_registry_username and engine_image_registry_password'",
+    left="the old services running on both hosts (nothing was stopped); the password in no line of the output")
+def test_a_wrong_registry_password_is_named_and_never_printed(old_model):
+    wrong = "wrong-canary-91c2"
+    res = login_play(wrong)
+    assert res.returncode != 0
+    out = flat(res.out)
+    for host in ("spark1", "spark2"):
+        assert ("the registry %s refused the login of %s on %s: wrong user name or password - check "
+                "engine_image_registry_username and engine_image_registry_password" % (AUTH_REG, AUTH_USER, host)) in out
+    assert "Nothing was rolled back: this run stopped no service." in out
+    assert wrong not in res.out
+    for ip in HOSTS:
+        assert {"old-vllm", "embeddings-embed-1"} <= running(ip)
+
+
+def test_the_right_registry_password_pulls_and_is_never_printed(lab):
+    try:
+        res = playbook("playbooks/probe.yml", "-i", "inventories/lab", "-vvv", "-e", json.dumps({
+            "sparkops_engine_candidates": [AUTH_REG + "/sparkops/lab-vllm:0.17.0"],
+            "engine_image_registry_username": AUTH_USER, "engine_image_registry_password": AUTH_PASSWORD}))
+        assert res.returncode == 0, flat(res.out)[-3000:]
+        assert AUTH_PASSWORD not in res.out
+        for ip in HOSTS:
+            assert ssh(ip, "docker image inspect %s/sparkops/lab-vllm:0.17.0 >/dev/null" % AUTH_REG).returncode == 0
+    finally:
+        for ip in HOSTS:
+            ssh(ip, "docker logout %s; docker rmi %s/sparkops/lab-vllm:0.17.0; true" % (AUTH_REG, AUTH_REG))

@@ -2,6 +2,7 @@
 the stop, ends with the old services running again, from each host's record on disk."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -43,6 +44,12 @@ def old_model_only(lab):
         assert OLD <= running(ip) and not running(ip) & OURS
 
 
+@pytest.mark.fault(
+    fault="memory still short after the old services were stopped",
+    inject="gpu_memory_free_fraction 0.999 with a 2 s wait (the lab cannot free that much)",
+    message="'wait until enough is free on spark1, spark2: only ... after 2 s, waiting for ...'; "
+            "'Rolled back: ... started again (embeddings-embed-1, old-vllm)'",
+    left="the old services on both hosts (restored from the record on disk), nothing of ours, the record put aside")
 def test_memory_still_short_after_the_stop_rolls_back(old_model_only):
     """gpu_memory stops the old services, then fails waiting for memory that never frees: its
     facts are dropped with the failed task, the record on disk is not."""
@@ -83,6 +90,12 @@ def kill_after_the_stop(extra=()):
     assert "old-vllm" not in running(HOSTS[0]) and "old-vllm" in recorded(HOSTS[0])
 
 
+@pytest.mark.fault(
+    fault="a deploy killed after it stopped the old services, then a deploy that fails",
+    inject="SIGKILL of ansible-playbook's process group once old-vllm is down; then a deploy with no fitting candidate",
+    message="'another deploy holds this cluster' (the dead run's lock); taken over: 'No candidate image can serve'; "
+            "'An earlier deploy had stopped them and was interrupted'",
+    left="the old services on both hosts, nothing of ours")
 def test_a_deploy_killed_after_the_stop_is_recovered_by_the_next_one_that_fails(old_model_only):
     kill_after_the_stop()
     bad = {"sparkops_engine_candidates": ["10.77.0.5:5000/sparkops/lab-vllm:0.14.0"]}
@@ -104,15 +117,29 @@ def test_a_deploy_killed_after_the_stop_is_recovered_by_the_next_one_that_fails(
         assert OLD <= running(ip) and not running(ip) & OURS
 
 
+@pytest.mark.fault(
+    fault="a deploy killed after it stopped the old services, recovered by hand",
+    inject="SIGKILL of ansible-playbook's process group; teardown.yml -e sparkops_restore=true",
+    message="teardown names what it started again",
+    left="the old services on both hosts, nothing of ours")
 def test_a_deploy_killed_after_the_stop_is_recovered_by_teardown_restore(old_model_only):
     kill_after_the_stop()
     res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_restore=true",
                    "-e", "sparkops_lock_take_over=true")
     assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    # spark1's old-vllm was down at the kill; its embeddings and spark2's stops may not have run
+    assert re.search(r"spark1: started again (embeddings-embed-1, )?old-vllm", out), out[-2000:]
+    assert "spark2: started again" in out
     for ip in HOSTS:
         assert OLD <= running(ip) and not running(ip) & OURS
 
 
+@pytest.mark.fault(
+    fault="a re-deploy of a serving cluster fails before it stops anything",
+    inject="a candidate list with no image that fits",
+    message="'Nothing was rolled back: this run stopped no service.'",
+    left="exactly the containers that ran before on both hosts (the engine serving)")
 def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(lab):
     """The record lists what an earlier good deploy stopped, and the engine serves: a deploy that
     fails in engine_image touches nothing."""
@@ -127,6 +154,11 @@ def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(lab):
     assert [running(ip) for ip in HOSTS] == before
 
 
+@pytest.mark.fault(
+    fault="a second operator deploys (or tears down) while a deploy runs",
+    inject="deploy.yml and teardown.yml started while another deploy holds the lock",
+    message="'another deploy holds this cluster: ... Deploy - from ...'; status.yml 'Lock: held by ...'",
+    left="the first deploy served, undisturbed, and gave the lock back")
 def test_a_second_deploy_while_one_runs_fails_at_once_naming_the_holder(lab):
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
                PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
@@ -168,6 +200,12 @@ def serves(name="qwen3.5-lab", timeout=90):
     return out
 
 
+@pytest.mark.fault(
+    fault="a re-deploy of a serving cluster whose new engine fails",
+    inject="a changed engine (and Ray) whose served name does not match",
+    message="'the engine serves other-name, not qwen3.5-lab'; 'Rolled back: the engine and Ray containers "
+            "that served before this run were started again'",
+    left="the very containers that served before, serving; no *-previous left; Ray 2 nodes")
 @pytest.mark.parametrize("change", [
     {},  # only the engine changes: the kept engine comes back on the same Ray cluster
     {"ray_cluster_env": {"SPARKOPS_TEST_GENERATION": "2"}},  # Ray changes too: head, workers, engine back

@@ -17,6 +17,18 @@ def deploy(*extra):
     return playbook("deploy.yml", "-i", "inventories/lab", *extra)
 
 
+def still_serves():
+    """The engine that served before answers on the head: /health 200 and the served name."""
+    health = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
+    models = ssh(SPARK1, "curl -s -m 5 http://127.0.0.1:8000/v1/models").out
+    return health == "200" and '"id": "qwen3.5-lab"' in models
+
+
+def ours(ip):
+    return set(ssh(ip, "docker ps --format '{{.Names}}'").out.split()) & {
+        "sparkops-ray-head", "sparkops-ray-worker", "sparkops-model-server"}
+
+
 @pytest.fixture(scope="module")
 def served(lab):
     res = deploy()
@@ -71,12 +83,23 @@ def test_changed_shm_size_recreates_the_engine_not_ray(served):
     assert "already serving, left alone" in flat(again.out)
 
 
+@pytest.mark.fault(
+    fault='the new engine serves another name than asked',
+    inject='model_server_extra_args --served-model-name other-name on a serving cluster',
+    message="'the engine serves other-name, not qwen3.5-lab (served model name mismatch)'",
+    left='the engine that served before, serving again (kept, then brought back)')
 def test_served_name_mismatch_is_named(served):
     res = deploy("-e", json.dumps({"model_server_extra_args": ["--served-model-name", "other-name"]}))
     assert res.returncode != 0
     assert "the engine serves other-name, not qwen3.5-lab (served model name mismatch)" in flat(res.out)
+    assert still_serves()
 
 
+@pytest.mark.fault(
+    fault='the new engine does not serve in time',
+    inject='an engine that prints a line and sleeps, model_server_ready_timeout 5',
+    message="'the engine did not serve within 5 s on spark1' with the engine's last log lines",
+    left='the engine that served before, serving again')
 def test_readiness_timeout_shows_the_engine_log(served):
     res = deploy("-e", json.dumps({
         "model_server_executable": ["python3", "-c", "print('loading weights, slowly', flush=True); "
@@ -86,8 +109,14 @@ def test_readiness_timeout_shows_the_engine_log(served):
     out = flat(res.out)
     assert "the engine did not serve within 5 s on spark1" in out
     assert "loading weights, slowly" in out
+    assert still_serves()
 
 
+@pytest.mark.fault(
+    fault='the new engine exits during start',
+    inject="an engine that prints 'CUDA out of memory (pretend)' and exits 7",
+    message="'the engine exited during start (container sparkops-model-server, exit code 7) on spark1' with its log",
+    left='the engine that served before, serving again')
 def test_engine_that_exits_is_named_with_its_log(served):
     res = deploy("-e", json.dumps({
         "model_server_executable": ["python3", "-c", "import sys; print('CUDA out of memory (pretend)'); sys.exit(7)"]}))
@@ -95,8 +124,14 @@ def test_engine_that_exits_is_named_with_its_log(served):
     out = flat(res.out)
     assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
     assert "CUDA out of memory (pretend)" in out
+    assert still_serves()
 
 
+@pytest.mark.fault(
+    fault="the engine's port is taken by another program",
+    inject='docker rm -f of the engine, then python3 -m http.server 8000 on the head',
+    message="'port 8000 on spark1 is in use by something other than sparkops-model-server'",
+    left='the other program untouched; the deploy rolled back: nothing of ours, no engine half-started')
 def test_port_in_use_is_named(served):
     assert ssh(SPARK1, "docker rm -f sparkops-model-server").returncode == 0
     pid = ssh(SPARK1, "nohup python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 & echo $!").out.strip()
@@ -108,6 +143,11 @@ def test_port_in_use_is_named(served):
     assert "port 8000 on spark1 is in use by something other than sparkops-model-server" in flat(res.out)
 
 
+@pytest.mark.fault(
+    fault='the model directory differs on a worker',
+    inject="an extra file in spark2's copy of the model",
+    message="'the model directory ... differs between the hosts: spark1 3 files ... spark2 4 files'",
+    left='the engine that served before, untouched and serving')
 def test_model_directory_that_differs_on_a_worker(served):
     ssh(SPARK2, "echo extra > %s/extra.txt" % MODEL)
     try:
@@ -118,8 +158,14 @@ def test_model_directory_that_differs_on_a_worker(served):
     out = flat(res.out)
     assert "the model directory %s differs between the hosts: spark1 3 files" % MODEL in out
     assert "spark2 4 files" in out
+    assert still_serves()
 
 
+@pytest.mark.fault(
+    fault='the model directory is missing on a worker',
+    inject='sparkops_model_path set to a directory only spark1 has',
+    message="'the model directory /opt/models/head-only is missing on spark2'",
+    left='the engine that served before, untouched and serving')
 def test_model_directory_missing_on_a_worker(served):
     ssh(SPARK1, "mkdir -p /opt/models/head-only && cp %s/config.json /opt/models/head-only/" % MODEL)
     try:
@@ -128,6 +174,7 @@ def test_model_directory_missing_on_a_worker(served):
         ssh(SPARK1, "rm -rf /opt/models/head-only")
     assert res.returncode != 0
     assert "the model directory /opt/models/head-only is missing on spark2" in flat(res.out)
+    assert still_serves()
 
 
 def test_teardown_stops_serving_and_ray(served):

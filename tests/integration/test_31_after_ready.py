@@ -216,12 +216,14 @@ def test_with_serve_after_reboot_off_a_reboot_stays_down_and_status_says_why(ser
 @pytest.mark.fault(
     fault="the old services are brought back after the model served",
     inject="teardown.yml -e sparkops_restore=true, then lab/lab reboot spark1",
-    message="the restore names what it started; the record is renamed .restored",
+    message="'spark1: started again embeddings-embed-1, old-vllm' (and spark2)",
     left="the old services running again with their own restart policy (old-vllm 'always' comes back "
          "at the next boot), nothing of ours")
 def test_restore_gives_back_the_old_services_restart_policy(serving):
     res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_restore=true")
     assert res.returncode == 0, res.out[-3000:]
+    for host in ("spark1", "spark2"):
+        assert "%s: started again embeddings-embed-1, old-vllm" % host in flat(res.out)
     for ip in HOSTS:
         assert OLD <= running(ip) and not running(ip) & OURS, running(ip)
         assert inspect(ip, "old-vllm", "{{.HostConfig.RestartPolicy.Name}}") == "always"

@@ -45,3 +45,15 @@ def test_role_argument_specs_render():
 def test_changelog_fragments_lint():
     res = run([os.path.join(BIN, "antsibull-changelog"), "lint"])
     assert res.returncode == 0 and res.out.strip() == "", res.out
+
+
+def test_fault_catalogue_is_generated_from_the_tests():
+    """docs/faults.md is what tests/fault_catalogue.py writes from the fault markers, and holds
+    at least the 25 lab fault cases of "Nothing lost"."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import fault_catalogue  # pylint: disable=import-outside-toplevel
+    entries = fault_catalogue.cases()
+    with open(os.path.join(ROOT, "docs", "faults.md")) as f:
+        assert f.read() == fault_catalogue.render(entries), "docs/faults.md is out of date: make faults-doc"
+    assert sum(e["params"] for e in entries) >= 25, [e["test"] for e in entries]
