@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """docs/faults.md, generated from the lab tests' fault markers - never kept by hand.
 
 Each fault case of tests/integration is a test marked
@@ -9,7 +8,7 @@ Each fault case of tests/integration is a test marked
 left running). This reads the markers from the test files (no test runs) and writes the
 table; tests/integration/test_90_static.py fails when docs/faults.md is not what it writes.
 
-    python3 tests/fault_catalogue.py          # write docs/faults.md
+    python3 tests/fault_catalogue.py          # write docs/faults.md (make faults-doc)
     python3 tests/fault_catalogue.py --check  # exit 1 when docs/faults.md is out of date
 """
 import ast

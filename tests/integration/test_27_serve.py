@@ -128,22 +128,6 @@ def test_engine_that_exits_is_named_with_its_log(served):
 
 
 @pytest.mark.fault(
-    fault="the engine's port is taken by another program",
-    inject='docker rm -f of the engine, then python3 -m http.server 8000 on the head',
-    message="'port 8000 on spark1 is in use by something other than sparkops-model-server'",
-    left='the other program untouched; the deploy rolled back: nothing of ours, no engine half-started')
-def test_port_in_use_is_named(served):
-    assert ssh(SPARK1, "docker rm -f sparkops-model-server").returncode == 0
-    pid = ssh(SPARK1, "nohup python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 & echo $!").out.strip()
-    try:
-        res = deploy()
-    finally:
-        ssh(SPARK1, "kill %s" % pid)
-    assert res.returncode != 0
-    assert "port 8000 on spark1 is in use by something other than sparkops-model-server" in flat(res.out)
-
-
-@pytest.mark.fault(
     fault='the model directory differs on a worker',
     inject="an extra file in spark2's copy of the model",
     message="'the model directory ... differs between the hosts: spark1 3 files ... spark2 4 files'",
@@ -159,6 +143,8 @@ def test_model_directory_that_differs_on_a_worker(served):
     assert "the model directory %s differs between the hosts: spark1 3 files" % MODEL in out
     assert "spark2 4 files" in out
     assert still_serves()
+    assert "Nothing was rolled back: the engine that served before this run is untouched and still serves." \
+        in flat(res.out)
 
 
 @pytest.mark.fault(
@@ -175,6 +161,32 @@ def test_model_directory_missing_on_a_worker(served):
     assert res.returncode != 0
     assert "the model directory /opt/models/head-only is missing on spark2" in flat(res.out)
     assert still_serves()
+    assert "Nothing was rolled back: the engine that served before this run is untouched and still serves." \
+        in flat(res.out)
+
+
+@pytest.mark.fault(
+    fault="the engine's port is taken by another program",
+    inject='docker rm -f of the engine, then python3 -m http.server 8000 on the head',
+    message="'port 8000 on spark1 is in use by something other than sparkops-model-server'",
+    left='the deploy rolled back: nothing of ours on either host, the old services the records listed running again')
+def test_port_in_use_is_named(served):
+    record = "cat /var/lib/sparkops/gpu_memory_stopped.json 2>/dev/null || echo '{\"stopped\": []}'"
+    listed = dict((ip, [e["name"] for e in json.loads(ssh(ip, record).out)["stopped"]]) for ip in (SPARK1, SPARK2))
+    assert ssh(SPARK1, "docker rm -f sparkops-model-server").returncode == 0
+    pid = ssh(SPARK1, "nohup python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 & echo $!").out.strip()
+    try:
+        res = deploy()
+    finally:
+        ssh(SPARK1, "kill %s" % pid)
+    assert res.returncode != 0
+    assert "port 8000 on spark1 is in use by something other than sparkops-model-server" in flat(res.out)
+    # a failure after the stop: our containers removed, what the record listed started again
+    assert "Rolled back: the engine and Ray containers were removed and what the deploy had stopped was " \
+           "started again" in flat(res.out)
+    for ip in (SPARK1, SPARK2):
+        names = ssh(ip, "docker ps --format '{{.Names}}'").out.split()
+        assert not ours(ip) and set(listed[ip]) <= set(names), (listed, names)
 
 
 def test_teardown_stops_serving_and_ray(served):

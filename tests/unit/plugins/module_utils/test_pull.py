@@ -68,4 +68,5 @@ def test_a_full_disk_names_the_root_the_free_space_and_the_size():
            "disk is not retried)" in text
     assert "/var/lib/docker has 40 MiB free, the image is 21.00 GiB compressed" in text
     unknown = disk_full_reason("reg/vllm:1", 1, 1, None, None, None, "docker manifest inspect: unauthorized")
-    assert "the free space of Docker's data root (docker info gave none) could not be read" in unknown and "unknown (docker manifest inspect: unauthorized)" in unknown
+    assert "the free space of Docker's data root (docker info gave none) could not be read" in unknown
+    assert "unknown (docker manifest inspect: unauthorized)" in unknown

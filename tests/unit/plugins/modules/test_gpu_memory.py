@@ -30,7 +30,8 @@ case "$1" in
     st=$(cat "$d/state/$name")
     r=false; [ "$st" = running ] && r=true
     p=$(cat "$d/state/$name.policy" 2>/dev/null || echo no)
-    printf '[{"Id": "id-%%s", "Name": "/%%s", "State": {"Running": %%s}, "HostConfig": {"RestartPolicy": {"Name": "%%s", "MaximumRetryCount": 0}}}]\n' "$name" "$name" "$r" "$p" ;;
+    printf '[{"Id": "id-%%s", "Name": "/%%s", "State": {"Running": %%s}, ' "$name" "$name" "$r"
+    printf '"HostConfig": {"RestartPolicy": {"Name": "%%s", "MaximumRetryCount": 0}}}]\n' "$p" ;;
   update) name=${4#id-}; echo "$3" > "$d/state/$name.policy"; echo "update $name --restart $3" >> "$d/stops.log" ;;
   stop) name=${4#id-}
     { echo "stop $name:"; cat "$d/record.json" 2>/dev/null || echo none; echo; } >> "$d/stops.log"
