@@ -21,6 +21,8 @@ description:
     O(served_model_name), then sends one short completion. Watches the container meanwhile - an
     engine that exits during start fails at once with its last log lines, not at the timeout.
     Ready is not "Up" - a container can run for minutes before it serves.
+  - Redirects are never followed (whatever answers the engine's port with one is not the engine);
+    answer bodies in messages are cut and quoted.
 author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
@@ -133,14 +135,32 @@ def describe(doc):
             "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode")}
 
 
+MAX_BODY = 1 << 20  # what is read of an answer: /v1/models and a completion are far smaller
+
+
+def quoted(text, limit=200):
+    """An answer's body as a message quotes it: cut, and in quotes, so it reads as the engine's
+    words, not ours (and a huge or hostile body cannot flood an error or the report)."""
+    text = text or ""
+    cut = text[:limit]
+    return json.dumps(cut) + (" (%d more characters cut)" % (len(text) - limit) if len(text) > limit else "")
+
+
 def http(method, url, body=None, timeout=5):
+    """(status, body) of one request; redirects are never followed (an engine does not send
+    them: whatever answers with one is not the engine), (None, reason) when nothing answered."""
     data = json.dumps(body) if body is not None else None
     try:
         resp = open_url(url, data=data, method=method, timeout=timeout, use_proxy=False,
-                        headers={"Content-Type": "application/json"})
-        return resp.getcode(), resp.read().decode("utf-8", "replace")
+                        follow_redirects="none", headers={"Content-Type": "application/json"})
+        return resp.getcode(), resp.read(MAX_BODY).decode("utf-8", "replace")
     except HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", "replace")
+        if 300 <= exc.code < 400:
+            return exc.code, "a redirect to %s (not followed)" % quoted((exc.headers or {}).get("Location") or "")
+        try:
+            return exc.code, exc.read(MAX_BODY).decode("utf-8", "replace")
+        except (AttributeError, IOError, socket.error):
+            return exc.code, ""
     except (URLError, socket.error, ValueError) as exc:
         return None, str(getattr(exc, "reason", exc))
 
@@ -238,9 +258,9 @@ def wait_served(module, docker, base):
                                      % (", ".join(models) or "no model", p["served_model_name"]),
                                      endpoint=base, models=models)
                 return state, models
-            last = "/v1/models answered %s: %s" % (code, text[:200])
+            last = "/v1/models answered %s: %s" % (code, quoted(text))
         else:
-            last = "/health answered %s" % (code if code else text)
+            last = "/health answered %s" % (("%s: %s" % (code, quoted(text, 120))) if code else text)
         if time.time() > deadline:
             module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
                              % (p["timeout"], host, last,
@@ -259,7 +279,7 @@ def smoke_test(module, base, models, res):
         return json.loads(text)["choices"][0]["text"]
     except (ValueError, KeyError, IndexError, TypeError):
         module.fail_json(msg="the engine is up but a completion failed (HTTP %s): %s"
-                         % (code, text[:500]), **res)
+                         % (code, quoted(text, 300)), **res)
 
 
 def phase_ready(module, docker, base):
