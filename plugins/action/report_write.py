@@ -25,7 +25,11 @@ class ActionModule(ControllerAction):
         directory = os.path.expanduser(args["dir"])
         text = json.dumps(args["report"], indent=2, sort_keys=True) + "\n"
         paths = [os.path.join(directory, n) for n in args["names"]]
-        result = {"paths": paths}
+        result = {"paths": paths, "written": not self._task.check_mode}
+        if self._task.check_mode:
+            # a dry run changes nothing, here too: latest.json stays the last real deploy's
+            result["msg"] = "check mode: the report was not written (it would go to %s)" % ", ".join(paths)
+            return result
         try:
             for path in paths:
                 atomic_write(path, text)

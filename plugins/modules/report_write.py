@@ -15,7 +15,9 @@ version_added: 0.1.0
 description:
   - Writes O(report) as JSON into each of O(names) under O(dir) on the controller (the directory
     is created), atomically. Touches no host. Reports C(changed=false) - a report is a record,
-    not a change to the hosts. Runs in check mode too (the record of a dry run).
+    not a change to the hosts.
+  - In check mode writes nothing (a dry run must not replace C(latest.json), the last real
+    deploy's report that C(status.yml) shows); returns the paths it would write.
   - Implemented as an action plugin; this file holds its documentation.
 author:
   - sparkops.inference developers (@sparkops)
@@ -61,8 +63,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 paths:
-  description: The files written.
+  description: The files written (in check mode, the files it would write).
   returned: always
   type: list
   elements: str
+written:
+  description: Whether the files were written (false in check mode).
+  returned: always
+  type: bool
+  version_added: 0.2.0
 """

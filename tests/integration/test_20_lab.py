@@ -62,9 +62,11 @@ def test_deploy_on_the_lab_twice(lab):
         assert [l for l in res.out.splitlines() if l.startswith(host) and "changed=0" in l and "failed=0" in l]
 
 
-def test_deploy_check_mode(lab):
-    res = playbook("deploy.yml", "-i", "inventories/lab", "--check")
+def test_deploy_check_mode(lab, tmp_path):
+    res = playbook("deploy.yml", "-i", "inventories/lab", "--check", env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
     assert res.returncode == 0, res.out[-3000:]
+    # a dry run writes no report (latest.json stays the last real deploy's)
+    assert list(tmp_path.iterdir()) == []
 
 
 LAB_HOSTS = """
