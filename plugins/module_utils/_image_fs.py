@@ -49,91 +49,141 @@ class _GlobMixin(object):
         return paths
 
 
+MAX_LINKS = 40  # symbolic links one path may pass through, as Linux's own path walk allows
+
+
 class LayerFS(_GlobMixin):
-    """The merged view of overlay2 layer directories (upper first) with whiteouts honoured."""
+    """The merged view of overlay2 layer directories (upper first) with whiteouts honoured.
+
+    Every path is walked component by component with lstat: a symbolic link in the image is
+    followed inside the image (an absolute target from the image's root, `..` never above it),
+    never by the host, so no link - however deep, or looping - makes the probe read a file of the
+    host it runs on as root. Paths that loop are noted in `loops` and read as absent.
+    """
 
     def __init__(self, layers):
         self.layers = [d for d in layers if d]
-
-    @staticmethod
-    def _whiteout(path):
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return False
-        return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+        self.loops = set()
 
     @staticmethod
     def _opaque(path):
         for name in OPAQUE_XATTRS:
             try:
-                if os.getxattr(path, name) == b"y":
+                if os.getxattr(path, name, follow_symlinks=False) == b"y":
                     return True
-            except (OSError, AttributeError):
+            except (OSError, AttributeError, TypeError):
                 continue
         return False
 
-    def _resolve(self, path, depth=0):
-        """The real path of an image path in the top-most layer that has it, or None."""
-        parts = _parts(path)
-        if not parts:
-            return self.layers[0] if self.layers else None
+    def _in_layer(self, layer, parts):
+        """("found", host path, lstat) / ("absent", None, None) - look in the layers below - /
+        ("hidden", None, None) - deleted here or under a non-directory: hides the layers below.
+        A 4th item: whether a directory on the way is opaque (hides what is below under it)."""
+        cur, opaque = layer, False
+        for i, part in enumerate(parts):
+            cur = os.path.join(cur, part)
+            try:
+                st = os.lstat(cur)  # never follows: cur's parents are real directories of this layer
+            except OSError:
+                return "absent", None, None, opaque
+            if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+                return "hidden", None, None, opaque  # a whiteout
+            if i == len(parts) - 1:
+                return "found", cur, st, opaque
+            if not stat.S_ISDIR(st.st_mode):
+                return "hidden", None, None, opaque  # a file or a link here, a directory above
+            opaque = opaque or self._opaque(cur)
+        return "found", cur, os.lstat(cur), opaque
+
+    def _lookup(self, parts):
+        """(host path, lstat) of the top-most entry of the image path parts (no link in its
+        parents), or None."""
         for layer in self.layers:
-            cur, opaque = layer, False
-            for i, part in enumerate(parts):
-                cur = os.path.join(cur, part)
-                if self._whiteout(cur):
-                    return None  # deleted in this layer: hides every layer below
-                if not os.path.lexists(cur):
-                    break
-                if os.path.islink(cur) and depth < 8:
-                    target = posixpath.normpath(posixpath.join("/", *(parts[:i] + [os.readlink(cur)])))
-                    return self._resolve(posixpath.join(target, *parts[i + 1:]), depth + 1)
-                if i == len(parts) - 1:
-                    return cur
-                opaque = opaque or self._opaque(cur)
-            if opaque:
-                return None  # an opaque directory here hides what lower layers had under it
+            status, real, st, opaque = self._in_layer(layer, parts)
+            if status == "found":
+                return real, st
+            if status == "hidden" or opaque:
+                return None
         return None
+
+    def _resolve(self, path):
+        """(host path, lstat, canonical image parts) of an image path with its symbolic links
+        followed inside the image, or None."""
+        todo, done, links = _parts(path), [], 0
+        while todo:
+            part = todo.pop(0)
+            found = self._lookup(done + [part])
+            if found is None:
+                return None
+            real, st = found
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > MAX_LINKS:
+                    self.loops.add(_abs("/".join(done + [part])))
+                    return None
+                target = os.readlink(real)
+                todo = _parts("/".join(([] if target.startswith("/") else done) + [target])) + todo
+                done = []
+                continue
+            done.append(part)
+        if not done:
+            return (self.layers[0], os.lstat(self.layers[0]), []) if self.layers else None
+        real, st = self._lookup(done)
+        return real, st, done
 
     def exists(self, path):
         return self._resolve(path) is not None
 
     def isdir(self, path):
-        real = self._resolve(path)
-        return real is not None and os.path.isdir(real)
+        found = self._resolve(path)
+        return found is not None and stat.S_ISDIR(found[1].st_mode)
 
     def listdir(self, path):
+        found = self._resolve(path)
+        if found is None or not stat.S_ISDIR(found[1].st_mode):
+            return []
+        parts = found[2]
         names, gone = [], set()
-        parts = _parts(path)
         for layer in self.layers:
-            real = os.path.join(layer, *parts) if parts else layer
-            if self._whiteout(real):
-                break
+            if parts:
+                status, real, st, opaque = self._in_layer(layer, parts)
+                if status == "hidden":
+                    break
+                if status == "absent" or not stat.S_ISDIR(st.st_mode):
+                    if opaque or status == "found":
+                        break
+                    continue
+            else:
+                real, opaque = layer, False
             try:
-                entries = os.listdir(real)
+                entries = os.listdir(real)  # real is a directory, reached without a link
             except OSError:
                 continue
             for n in entries:
                 if n in gone or n in names:
                     continue
-                if self._whiteout(os.path.join(real, n)):
+                try:
+                    st = os.lstat(os.path.join(real, n))
+                except OSError:
+                    continue
+                if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
                     gone.add(n)
                 else:
                     names.append(n)
-            if self._opaque(real):
+            if opaque or self._opaque(real):
                 break
         return names
 
     def read_text(self, path):
-        real = self._resolve(path)
-        if real is None or not os.path.isfile(real):
+        found = self._resolve(path)
+        if found is None or not stat.S_ISREG(found[1].st_mode):
             return None
         try:
-            with open(real, "rb") as f:
-                return f.read(MAX_READ).decode("utf-8", "replace")
-        except (IOError, OSError):
+            fd = os.open(found[0], os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
             return None
+        with os.fdopen(fd, "rb") as f:
+            return f.read(MAX_READ).decode("utf-8", "replace")
 
 
 # what a probe reads: TarFS keeps these files' contents, and every path's name

@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+"""LayerFS follows an image's symbolic links inside the image, never on the host: a crafted
+image (links deeper than any fixed depth, links at host paths, a loop, a link that climbs with
+`..`) never makes the probe - root on the host - read or list the host's files."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils._image_fs import MAX_LINKS, LayerFS
+
+
+@pytest.fixture
+def image(tmp_path):
+    """(layers, a host file and directory the image's links aim at)"""
+    host = tmp_path / "host"
+    (host / "secrets").mkdir(parents=True)
+    (host / "secrets" / "shadow").write_text("HOST SECRET\n")
+    upper, lower = tmp_path / "upper", tmp_path / "lower"
+    for d in ("etc", "usr/bin", "usr/lib/python3", "opt"):
+        (lower / d).mkdir(parents=True)
+    (upper / "opt").mkdir(parents=True)
+    (lower / "etc" / "os-release").write_text("IMAGE\n")
+    (lower / "usr" / "bin" / "python3.11").write_text("")
+    os.symlink("python3.11", str(lower / "usr" / "bin" / "python3"))
+    os.symlink("usr/lib", str(lower / "lib"))
+    (lower / "usr" / "lib" / "python3" / "site.py").write_text("# site\n")
+    secret = str(host / "secrets" / "shadow")
+    # a chain of links deeper than the 8 levels the old walk followed, ending at a host path
+    for i in range(1, 12):
+        os.symlink("/chain%d" % (i + 1), str(upper / ("chain%d" % i)))
+    os.symlink(secret, str(upper / "chain12"))
+    # nine links: the ninth, past the old walk's depth, was handed to the host, which followed it
+    for i in range(1, 9):
+        os.symlink("/deep%d" % (i + 1), str(upper / ("deep%d" % i)))
+    os.symlink(secret, str(upper / "deep9"))
+    os.symlink(str(host / "secrets"), str(upper / "opt" / "hostdir"))  # a directory link at a host path
+    os.symlink("../../../../../../../../.." + secret, str(lower / "usr" / "lib" / "climb"))
+    os.symlink("/loop2", str(upper / "loop1"))
+    os.symlink("/loop1", str(upper / "loop2"))
+    return LayerFS([str(upper), str(lower)]), secret
+
+
+def test_links_are_followed_inside_the_image(image):
+    fs, dummy = image
+    assert fs.read_text("/etc/os-release") == "IMAGE\n"
+    assert fs.exists("/usr/bin/python3") and not fs.isdir("/usr/bin/python3")
+    assert fs.read_text("/lib/python3/site.py") == "# site\n"  # through a directory link
+    assert sorted(fs.listdir("/lib/python3")) == ["site.py"]
+    assert fs.glob("/usr/lib/python3/*.py") == ["/usr/lib/python3/site.py"]
+
+
+def test_no_link_reads_or_lists_a_host_file(image):
+    fs, secret = image
+    assert os.path.exists(secret)  # the host has it
+    assert fs.read_text("/deep1") is None  # the old walk returned "HOST SECRET" here
+    for path in ("/deep1", "/chain1", "/chain12", "/opt/hostdir/shadow", "/usr/lib/climb", secret):
+        assert fs.read_text(path) is None, path
+        assert not fs.exists(path), path
+    assert fs.listdir("/opt/hostdir") == [] and not fs.isdir("/opt/hostdir")
+    assert "hostdir" in fs.listdir("/opt")  # the link itself is the image's
+
+
+def test_a_loop_reads_as_absent_and_is_noted(image):
+    fs, dummy = image
+    assert fs.read_text("/loop1") is None and not fs.exists("/loop1/x")
+    assert fs.loops and all(p in ("/loop1", "/loop2") for p in fs.loops)
+    assert MAX_LINKS >= 40
