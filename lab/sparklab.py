@@ -37,6 +37,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -710,6 +711,9 @@ def layer_model_server():
                                       0o644)})
 
 
+PUSHED = {}  # reference -> manifest digest, of every image this run pushed
+
+
 def push_image(repo, tag, layers, labels, platform_=None, style=None):
     a, variant = platform_ or (arch()[0], None)
     st = IMAGE_STYLES[style] if style else {"Entrypoint": None, "Cmd": ["/bin/bash"], "WorkingDir": "", "Env": []}
@@ -742,7 +746,9 @@ def push_image(repo, tag, layers, labels, platform_=None, style=None):
         headers={"Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
     if status != 201:
         raise LabError("registry refused manifest %s:%s: HTTP %d %s" % (repo, tag, status, body[:300]))
-    return "%s/%s:%s" % (REGISTRY, repo, tag), headers.get("Docker-Content-Digest")
+    ref = "%s/%s:%s" % (REGISTRY, repo, tag)
+    PUSHED[ref] = headers.get("Docker-Content-Digest")
+    return ref, PUSHED[ref]
 
 
 def build_images():
@@ -982,6 +988,33 @@ def write_inventory(state):
         os.symlink(target, link)
 
 
+def refresh_images(names, state):
+    """A lab image rebuilt under the same tag (a changed stand-in, a new recipe) is pulled again
+    on every host that holds the old one: a host keeps what it pulled, and hosts holding different
+    images under one name are what the deploy refuses ("the tag moved between pulls")."""
+    digests = state.get("image_digests") or {}
+    if not digests:
+        return
+
+    def refresh(name):
+        sock = "unix://" + os.path.join(state["hosts"][name]["dir"], "docker.sock")
+        res = run(["docker", "-H", sock, "images", "--digests", "--format", "{{.Repository}}:{{.Tag}} {{.Digest}}"],
+                  check=False)
+        stale = sorted(set(ref for ref, digest in (l.split(" ", 1) for l in res.stdout.splitlines() if " " in l)
+                           if ref in digests and digests[ref] and digest.startswith("sha256:")
+                           and digest != digests[ref]))
+        for ref in stale:
+            run(["docker", "-H", sock, "pull", "-q", ref], check=False)
+        if stale:
+            log("%s: pulled again %d lab image(s) rebuilt since it pulled them (%s)" % (name, len(stale), ", ".join(stale)))
+
+    threads = [threading.Thread(target=refresh, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def reset_hosts(names, state):
     """Every container removed, the collection's files (/etc/sparkops, /var/lib/sparkops) and the
     lab's faults gone; the image store kept."""
@@ -1061,10 +1094,12 @@ def cmd_up(args):
     if not args.no_images:
         images = build_images()
         state["images"] = images
+        state["image_digests"] = dict(PUSHED)
     write_known_hosts(state)
     write_inventory(state)
     save_state(state)
     wait_hosts(wanted, state)
+    refresh_images(wanted, state)
     if args.reset:
         reset_hosts(wanted, state)
     log("up: %d hosts (%s), registry %s, %.1f s%s" % (

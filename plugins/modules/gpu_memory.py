@@ -29,7 +29,9 @@ description:
     fails), so a run killed half way never leaves a stopped service unrecorded. It lists what
     was stopped and not yet started again, across runs.
   - With O(state=restored), starts again exactly what the record lists, in reverse order, then
-    renames the record to C(<state_file>.restored). A missing or corrupt record fails, naming
+    renames the record to C(<state_file>.restored). An entry whose container or unit was removed
+    since it was stopped is named in a warning and skipped (a container re-created under its
+    name since is started by that name). A missing or corrupt record fails, naming
     the file, and starts nothing.
   - With O(state=recorded), only reads the record (no record is an empty list); changes nothing.
   - In check mode, reports what would be stopped and how much GPU memory that frees; stops nothing.
@@ -159,6 +161,14 @@ down:
   description:
     - The entries of RV(record) that do not run now (O(state=recorded)) - what a restore would start;
       an entry someone started again by hand is not in it.
+  returned: when O(state=recorded)
+  type: list
+  elements: dict
+  version_added: 0.2.0
+gone:
+  description:
+    - The entries of RV(record) whose container or unit no longer exists (removed since it was
+      stopped) - nothing a restore can start; a restore warns about them and starts the rest.
   returned: when O(state=recorded)
   type: list
   elements: dict
@@ -310,11 +320,22 @@ class Host(object):
         holder["stopped_in_s"] = round(time.time() - t0, 1)
         return None
 
+    def gone(self, entry):
+        """The recorded container or unit no longer exists (removed since it was stopped)."""
+        if entry["kind"] == "container":
+            return bool(self.docker) and not self.container(entry.get("id") or entry["name"])["exists"] \
+                and not self.container(entry["name"])["exists"]
+        return bool(self.systemctl) and not self.unit(entry["name"])["exists"]
+
     def start(self, entry):
         if entry["kind"] == "container":
             if not self.docker:
                 return "docker CLI missing"
-            argv = [self.docker, "start", entry.get("id") or entry["name"]]
+            ref = entry.get("id") or entry["name"]
+            if entry.get("id") and not self.container(entry["id"])["exists"]:
+                ref = entry["name"]  # re-created under its name since: that is the service now
+            entry = dict(entry, id=ref)
+            argv = [self.docker, "start", ref]
         else:
             if not self.systemctl:
                 return "systemctl missing"
@@ -458,7 +479,15 @@ def restored(module, host):
     t0 = time.time()
     record = read_record(module, p["state_file"], True)
     todo = restore_order(record)
-    result = {"restored": todo, "record": record["stopped"], "holders": [], "notes": []}
+    # removed since they were stopped (by an operator, or with the image store of a host that
+    # changed its Docker): nothing to start, said so, not a failure
+    gone = [e for e in todo if host.gone(e)]
+    todo = [e for e in todo if e not in gone]
+    notes = ["%s %s was removed since it was stopped: nothing to start" % (e["kind"], e["name"]) for e in gone]
+    for n in notes:
+        module.warn(n)
+    result = {"restored": todo, "record": record["stopped"], "holders": [], "notes": notes,
+              "gone": gone}
     if module.check_mode:
         module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result})
     errors = []
@@ -479,17 +508,22 @@ def recorded(module, host):
     """Read the record; `down`: its entries that do not run now (what a restore would start)."""
     record = read_record(module, module.params["state_file"], False)
     entries = (record or {}).get("stopped", [])
-    down = []
+    down, gone = [], []
     for e in entries:
+        if host.gone(e):
+            gone.append(e)  # nothing a restore could start
+            continue
         if e["kind"] == "container":
             now = host.container(e.get("id") or e["name"]) if host.docker else {"running": False}
+            if not now["exists"]:
+                now = host.container(e["name"])
             running = now["running"]
         else:
             running = host.unit(e["name"])["active"] if host.systemctl else False
         if not running:
             down.append(e)
-    module.exit_json(changed=False, record=entries, down=down, record_file=module.params["state_file"],
-                     exists=record is not None)
+    module.exit_json(changed=False, record=entries, down=down, gone=gone,
+                     record_file=module.params["state_file"], exists=record is not None)
 
 
 def main():

@@ -20,3 +20,47 @@ def test_role_in_own_play_names_unreachable_hosts(lab, tmp_path):
     assert res.returncode != 0
     assert "unreachable: ghost." in res.out
     assert "Gather GPU and memory facts" not in res.out
+
+
+def foreign_inventory(tmp_path, cluster_group="gpu_nodes"):
+    """The lab's two Sparks under the user's own group and host names, the head in a group of
+    its own, a host outside the cluster that does not even answer, and the groups named once in
+    group_vars/all (as the issue's users do)."""
+    inv = tmp_path / "inv"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    shutil.copytree(os.path.join(root, "inventories", "lab", "group_vars"), str(inv / "group_vars"))
+    (inv / "group_vars" / "all" / "cluster.yml").write_text(
+        "sparkops_cluster_group: %s\nsparkops_head_group: inference_head\n"
+        "sparkops_worker_group: inference_workers\n" % cluster_group)
+    (inv / "hosts.yml").write_text(
+        "all:\n  children:\n"
+        "    gpu_nodes:\n      children:\n"
+        "        inference_head:\n          hosts:\n            spark1: {ansible_host: 10.77.0.11, fabric_address: 192.168.77.11}\n"
+        "        inference_workers:\n          hosts:\n            spark2: {ansible_host: 10.77.0.12, fabric_address: 192.168.77.12}\n"
+        "    office:\n      hosts:\n        printer: {ansible_host: 10.77.0.99}\n")
+    return str(inv)
+
+
+def test_a_foreign_inventory_names_its_groups_once_in_group_vars(lab, tmp_path):
+    inv = foreign_inventory(tmp_path)
+    res = playbook("deploy.yml", "-i", inv, env={"SPARKOPS_REPORT_DIR": str(tmp_path / "reports")})
+    assert res.returncode == 0, res.out[-3000:]
+    assert "sparkops deploy: SERVED" in " ".join(res.out.split())
+    recap = dict((l.split()[0], l) for l in res.out.splitlines() if " : ok=" in l)
+    assert set(recap) >= {"spark1", "spark2"}
+    # the host outside the cluster was never contacted
+    assert "printer" not in recap or "ok=0 " in recap["printer"] or " ok=1 " in recap["printer"], recap
+    assert "unreachable=1" not in res.out and "10.77.0.99" not in res.out
+    res = playbook("playbooks/status.yml", "-i", inv)
+    assert res.returncode == 0, res.out[-3000:]
+    assert "2 node(s) alive" in res.out and "printer" not in res.out.split("PLAY RECAP")[0]
+
+
+def test_a_cluster_group_that_names_no_host_fails_naming_the_variable(lab, tmp_path):
+    inv = foreign_inventory(tmp_path, cluster_group="gpu_noeds")
+    for play in ("deploy.yml", "playbooks/teardown.yml", "playbooks/status.yml"):
+        res = playbook(play, "-i", inv)
+        assert res.returncode != 0, play
+        out = " ".join(res.out.split())
+        assert "sparkops_cluster_group is gpu_noeds: the inventory has no group of that name (its groups: gpu_nodes, " \
+               "inference_head, inference_workers, office). Set sparkops_cluster_group" in out, out[-1500:]

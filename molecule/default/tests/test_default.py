@@ -39,7 +39,8 @@ def test_only_ours_run_and_the_old_model_is_stopped(host):
     assert every == sorted(ours + ["old-vllm", "embeddings-embed-1"])  # stopped, never removed
     info = json.loads(host.check_output("docker inspect %s" % role))[0]
     assert info["State"]["Running"] and info["RestartCount"] == 0
-    assert info["HostConfig"]["RestartPolicy"]["Name"] in ("no", "")  # no restart loops
+    # back by itself after a reboot (sparkops_serve_after_reboot), and no restart loop since it started
+    assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
 
 
 def test_record_of_what_was_stopped(host):

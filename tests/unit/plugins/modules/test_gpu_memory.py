@@ -117,3 +117,21 @@ def test_a_restart_policy_is_held_while_stopped_and_given_back_on_restore(host, 
     assert res["changed"] is True, res
     assert (d / "state" / "old-vllm.policy").read_text().strip() == "always"
     assert (d / "state" / "old-vllm").read_text().strip() == "running"
+
+
+def test_a_recorded_container_removed_since_is_named_not_started_and_not_a_failure(host, capsys):
+    """A host whose image store changed (or an operator who removed the old container): the
+    record lists a container that no longer exists. recorded() keeps it out of `down`; restore
+    warns, starts the rest and puts the record aside."""
+    d, args = host
+    run_module(capsys, dict(args, containers=["old-vllm", "embed"]))
+    (d / "state" / "embed").unlink()  # removed since it was stopped
+    res = run_module(capsys, dict(args, state="recorded"))
+    assert [e["name"] for e in res["down"]] == ["old-vllm"] and [e["name"] for e in res["gone"]] == ["embed"]
+    res = run_module(capsys, dict(args, state="restored"))
+    assert res.get("failed") is not True, res
+    assert res["ansible_facts"]["sparkops_gpu_memory"]["notes"] == [
+        "container embed was removed since it was stopped: nothing to start"]
+    assert "nothing to start" in json.dumps(res["warnings"])
+    assert (d / "state" / "old-vllm").read_text().strip() == "running"
+    assert not (d / "record.json").exists() and (d / "record.json.restored").exists()

@@ -91,6 +91,8 @@ def recap_changed(out):
 @pytest.fixture(scope="module")
 def serving(lab):
     """The old model stopped by a deploy that serves (its record on each host)."""
+    res = run(LAB + ["up"])  # as it was: a scenario before may have taken it down
+    assert res.returncode == 0, res.out
     res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
     assert res.returncode == 0, res.out[-3000:]
     for ip in HOSTS:
