@@ -48,12 +48,14 @@ def test_a_foreign_inventory_names_its_groups_once_in_group_vars(lab, tmp_path):
     assert "sparkops deploy: SERVED" in " ".join(res.out.split())
     recap = dict((l.split()[0], l) for l in res.out.splitlines() if " : ok=" in l)
     assert set(recap) >= {"spark1", "spark2"}
-    # the host outside the cluster was never contacted
-    assert "printer" not in recap or "ok=0 " in recap["printer"] or " ok=1 " in recap["printer"], recap
-    assert "unreachable=1" not in res.out and "10.77.0.99" not in res.out
+    # the host outside the cluster (10.77.0.99 answers nothing) was never contacted: the first
+    # play's run_once tasks may run in its name, on the controller
+    assert "UNREACHABLE" not in res.out and all("unreachable=0" in l for l in recap.values()), recap
+    assert "TASK [sparkops.inference.preflight" in res.out and "[printer]" not in res.out.split("PLAY [Deploy")[1].split("PLAY RECAP")[0]
     res = playbook("playbooks/status.yml", "-i", inv)
     assert res.returncode == 0, res.out[-3000:]
-    assert "2 node(s) alive" in res.out and "printer" not in res.out.split("PLAY RECAP")[0]
+    assert "2 node(s) alive" in res.out
+    assert "printer" not in res.out.split("PLAY [Status")[1].split("PLAY RECAP")[0]
 
 
 def test_a_cluster_group_that_names_no_host_fails_naming_the_variable(lab, tmp_path):
