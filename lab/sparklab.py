@@ -1126,7 +1126,21 @@ def cmd_reboot(args):
         time.sleep(args.off_for)
     for name in args.hosts:
         start_host(state["hosts"][name]["index"], state)
-    wait_hosts(args.hosts, state)
+    for attempt in range(1, 4):
+        try:
+            wait_hosts(args.hosts, state)
+            break
+        except LabError as exc:
+            # the old host's mounts can outlive its PID 1 by a moment (its processes are still
+            # being reaped), and the new one's first mount then fails: power it on again
+            dead = [n for n in args.hosts if not pid_alive(state["hosts"][n]["pid"])]
+            if attempt == 3 or not dead:
+                raise
+            log("%s did not come up (%s): powering on again" % (", ".join(dead), str(exc).splitlines()[0]))
+            time.sleep(2)
+            for name in dead:
+                stop_host(name, state["hosts"][name])
+                start_host(state["hosts"][name]["index"], state)
     log("rebooted %s in %.1f s (disks kept; sshd and dockerd up)" % (", ".join(args.hosts), time.time() - t0))
     return 0
 

@@ -91,7 +91,9 @@ def recap_changed(out):
 @pytest.fixture(scope="module")
 def serving(lab):
     """The old model stopped by a deploy that serves (its record on each host)."""
-    res = run(LAB + ["up"])  # as it was: a scenario before may have taken it down
+    # after the molecule scenarios (their destroy takes the lab down): up again, as it was; the
+    # reboots here come last, so no test after them meets what a reboot leaves
+    res = run(LAB + ["up"])
     assert res.returncode == 0, res.out
     res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
     assert res.returncode == 0, res.out[-3000:]
