@@ -277,6 +277,19 @@ def stable_mac(ns, iface):
     return "02:" + ":".join("%02x" % b for b in digest[:5])
 
 
+def del_link(name):
+    """Remove host-side link `name` if it is there. The veth of a host just powered off goes
+    away by itself once the kernel frees its old namespace (its processes still being reaped),
+    maybe between our look and our delete: a delete that finds nothing is fine; one still
+    there after 10 s is an error."""
+    for dummy in range(400):
+        if not link_exists(name):
+            return
+        run(["ip", "link", "del", name], check=False)
+        time.sleep(0.025)
+    raise LabError("the lab could not remove the link %s (ip link del %s)" % (name, name))
+
+
 def plumb(ns, index_tag, links):
     """Create netns `ns` with veth pairs: links = [(inner name, bridge, cidr, mtu)]."""
     if not netns_exists(ns):
@@ -284,8 +297,7 @@ def plumb(ns, index_tag, links):
     for n, (inner, bridge, cidr, mtu) in enumerate(links):
         outer = "spl%s%s" % (index_tag, "mf"[n])
         if not link_exists(inner, ns):
-            if link_exists(outer):
-                run(["ip", "link", "del", outer])
+            del_link(outer)
             run(["ip", "link", "add", outer, "mtu", str(mtu), "type", "veth",
                  "peer", "name", inner, "mtu", str(mtu), "netns", ns])
             run(["ip", "link", "set", outer, "master", bridge, "up"])
@@ -369,22 +381,32 @@ def ensure_auth_registry(state):
                    % (AUTH_REGISTRY, os.path.join(adir, "registry.log")))
 
 
-def registry_request(method, path, body=None, headers=None, timeout=60):
-    conn = http.client.HTTPConnection(REGISTRY_IP, REGISTRY_PORT, timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, dict(resp.getheaders()), data
-    finally:
-        conn.close()
+def registry_request(method, path, body=None, headers=None, timeout=60, attempts=None):
+    """One HTTP request to the lab registry. Requests without a streamed body are tried up to
+    3 times: on a busy 2-core machine one can stall past its timeout while the next answers."""
+    attempts = attempts or (1 if hasattr(body, "read") else 3)
+    for attempt in range(1, attempts + 1):
+        conn = http.client.HTTPConnection(REGISTRY_IP, REGISTRY_PORT, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, dict(resp.getheaders()), data
+        except OSError as exc:
+            if attempt == attempts:
+                raise
+            log("registry %s %s: %s; trying again (%d of %d)" % (method, path[:80], exc, attempt + 1, attempts))
+            time.sleep(1)
+        finally:
+            conn.close()
+    raise AssertionError("unreachable")
 
 
 def registry_ready(timeout):
     deadline = time.time() + timeout
     while True:
         try:
-            if registry_request("GET", "/v2/", timeout=2)[0] == 200:
+            if registry_request("GET", "/v2/", timeout=2, attempts=1)[0] == 200:
                 return True
         except OSError:
             pass

@@ -29,7 +29,6 @@ def run(argv, timeout=900, env=None, cwd=ROOT):
 # on both ends of a 2-core machine); a rebooted host's new sshd answers the old one with a reset
 SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
        "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts",
-       "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/.sparkops-tests-ssh-%C", "-o", "ControlPersist=60",
        "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2"]
 
 

@@ -66,3 +66,23 @@ def test_a_cluster_group_that_names_no_host_fails_naming_the_variable(lab, tmp_p
         out = " ".join(res.out.split())
         assert "sparkops_cluster_group is gpu_noeds: the inventory has no group of that name (its groups: gpu_nodes, " \
                "inference_head, inference_workers, office). Set sparkops_cluster_group" in out, out[-1500:]
+
+
+def test_the_cluster_keeps_the_inventory_order_of_its_hosts(tmp_path):
+    """Messages and the report list hosts in the play's order; targets.yml must keep the
+    inventory's (a set in between reordered them from run to run: 'on spark2, spark1'). Nothing
+    is contacted: the play after targets.yml only prints, on the controller."""
+    names = ["node%02d" % i for i in (7, 3, 11, 1, 9, 5, 2, 8)]
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  children:\n    llm_cluster:\n      hosts:\n%s    spare:\n      hosts:\n        node99: {}\n"
+                   % "".join("        %s: {ansible_connection: local}\n" % n for n in names))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    play = tmp_path / "order.yml"
+    play.write_text("- import_playbook: %s/playbooks/targets.yml\n"
+                    "- hosts: sparkops_cluster\n  gather_facts: false\n  tasks:\n"
+                    "    - ansible.builtin.debug:\n        msg: \"ORDER {{ ansible_play_hosts_all | join(',') }}\"\n"
+                    "      run_once: true\n" % root)
+    for dummy in range(3):
+        res = playbook(str(play), "-i", str(inv), "--forks", "8")
+        assert res.returncode == 0, res.out[-2000:]
+        assert "ORDER %s" % ",".join(names) in res.out, res.out[-2000:]

@@ -133,7 +133,7 @@ def test_engine_that_exits_is_named_with_its_log(served):
     message="'the model directory ... differs between the hosts: spark1 3 files ... spark2 4 files'",
     left='the engine that served before, untouched and serving')
 def test_model_directory_that_differs_on_a_worker(served):
-    ssh(SPARK2, "echo extra > %s/extra.txt" % MODEL)
+    assert ssh(SPARK2, "echo extra > %s/extra.txt" % MODEL).returncode == 0
     try:
         res = deploy()
     finally:
@@ -153,7 +153,7 @@ def test_model_directory_that_differs_on_a_worker(served):
     message="'the model directory /opt/models/head-only is missing on spark2'",
     left='the engine that served before, untouched and serving')
 def test_model_directory_missing_on_a_worker(served):
-    ssh(SPARK1, "mkdir -p /opt/models/head-only && cp %s/config.json /opt/models/head-only/" % MODEL)
+    assert ssh(SPARK1, "mkdir -p /opt/models/head-only && cp %s/config.json /opt/models/head-only/" % MODEL).returncode == 0
     try:
         res = deploy("-e", "sparkops_model_path=/opt/models/head-only")
     finally:
