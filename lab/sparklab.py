@@ -318,27 +318,34 @@ def unplumb(ns):
 
 # --------------------------------------------------------------------------- registry
 
+def start_registry(state, state_key, cfg, log_path, ready, what):
+    """Serve docker-registry with config `cfg` in the registry's namespace, its pid kept in
+    state[state_key]; `ready()` says when it answers (20 s at most)."""
+    logf = open(log_path, "ab")
+    proc = subprocess.Popen(["ip", "netns", "exec", REGISTRY_NS, "docker-registry", "serve", cfg],
+                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    state[state_key] = proc.pid
+    save_state(state)
+    for dummy in range(100):
+        if ready():
+            return
+        time.sleep(0.2)
+    raise LabError("the %s did not answer within 20 s; see %s" % (what, log_path))
+
+
 def ensure_registry(state):
     plumb(REGISTRY_NS, "r", [(MGMT_IFACE, MGMT_BRIDGE, REGISTRY_IP + "/24", 1500)])
     if pid_alive(state.get("registry_pid")) and registry_ready(1):
         return
     rdir = os.path.join(CACHE, "registry")
     os.makedirs(rdir, exist_ok=True)
-    cfg = os.path.join(STATE, "registry.yml")
     os.makedirs(STATE, exist_ok=True)
-    with open(cfg, "w") as f:
-        f.write("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
-                "    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n"
-                % (rdir, REGISTRY))
-    logf = open(os.path.join(STATE, "registry.log"), "ab")
-    proc = subprocess.Popen(["ip", "netns", "exec", REGISTRY_NS, "docker-registry", "serve", cfg],
-                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    state["registry_pid"] = proc.pid
-    save_state(state)
-    if not registry_ready(20):
-        raise LabError("the lab registry did not answer on %s within 20 s; see %s"
-                       % (REGISTRY, os.path.join(STATE, "registry.log")))
+    cfg = os.path.join(STATE, "registry.yml")
+    write(cfg, "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+               "    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n" % (rdir, REGISTRY))
+    start_registry(state, "registry_pid", cfg, os.path.join(STATE, "registry.log"),
+                   lambda: registry_ready(0), "lab registry on %s" % REGISTRY)
 
 
 def bcrypt_hash(password):
@@ -367,18 +374,8 @@ def ensure_auth_registry(state):
                "  maintenance:\n    readonly:\n      enabled: true\nauth:\n  htpasswd:\n    realm: sparkops-lab\n"
                "    path: %s\nhttp:\n  addr: %s\n"
                % (os.path.join(CACHE, "registry"), os.path.join(adir, "htpasswd"), AUTH_REGISTRY), 0o600)
-    logf = open(os.path.join(adir, "registry.log"), "ab")
-    proc = subprocess.Popen(["ip", "netns", "exec", REGISTRY_NS, "docker-registry", "serve", cfg],
-                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    state["auth_registry_pid"] = proc.pid
-    save_state(state)
-    for dummy in range(100):
-        if port_open(REGISTRY_IP, AUTH_PORT):
-            return
-        time.sleep(0.2)
-    raise LabError("the authenticated lab registry did not answer on %s within 20 s; see %s"
-                   % (AUTH_REGISTRY, os.path.join(adir, "registry.log")))
+    start_registry(state, "auth_registry_pid", cfg, os.path.join(adir, "registry.log"),
+                   lambda: port_open(REGISTRY_IP, AUTH_PORT), "authenticated lab registry on %s" % AUTH_REGISTRY)
 
 
 def registry_request(method, path, body=None, headers=None, timeout=60, attempts=None):

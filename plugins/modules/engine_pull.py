@@ -124,11 +124,10 @@ failed_images:
 
 import json
 import os
-import platform
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, architecture
 from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
 from ansible_collections.sparkops.inference.plugins.module_utils._pull import (
     DISK_FULL,
@@ -184,8 +183,11 @@ def describe(docker, image):
 
 def disk_facts(docker, image):
     """(Docker's data root, its free bytes, the image's compressed bytes, a note) for a full disk."""
-    rc, out, dummy = docker.run(["info", "--format", "{{.DockerRootDir}}"])
-    root = out.strip() if rc == 0 and out.strip() else None
+    # the daemon's own data root and architecture (uname -m spelling: aarch64 on a Spark)
+    rc, out, dummy = docker.run(["info", "--format", "{{.DockerRootDir}} {{.Architecture}}"])
+    fields = out.split() if rc == 0 else []
+    root = fields[0] if fields else None
+    arch = architecture(fields[1] if len(fields) > 1 else os.uname()[4])
     free = None
     if root:
         try:
@@ -194,8 +196,6 @@ def disk_facts(docker, image):
         except OSError:
             pass
     size, note, ref = None, "", image
-    machine = platform.machine().lower()
-    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
     for dummy in range(2):  # a manifest list, then this platform's manifest
         rc, out, err = docker.run(["manifest", "inspect", "--insecure", ref])
         if rc != 0:

@@ -41,6 +41,21 @@ def playbook(*args, **kw):
     return run([os.path.join(BIN, "ansible-playbook")] + list(args), **kw)
 
 
+LAB_HOSTS = ("10.77.0.11", "10.77.0.12")
+STOPPED_RECORD = "/var/lib/sparkops/gpu_memory_stopped.json"
+
+
+def old_model_only():
+    """The lab as before any deploy: nothing of ours runs (a lock a killed test run left is taken
+    over: that run is dead), no record of what a deploy stopped, the old model running."""
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
+    assert res.returncode == 0, res.out[-3000:]
+    for ip in LAB_HOSTS:
+        assert ssh(ip, "rm -f %s" % STOPPED_RECORD).returncode == 0, ip
+    res = run(LAB + ["old-model"])
+    assert res.returncode == 0, res.out
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "fault(fault, inject, message, left): a fault case of docs/faults.md - what goes wrong, "

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conftest import BIN, LAB, ROOT, playbook, run, ssh
+from conftest import BIN, ROOT, playbook, ssh
+from conftest import old_model_only as reset_to_the_old_model
 
 HOSTS = ("10.77.0.11", "10.77.0.12")
 OLD = {"old-vllm", "embeddings-embed-1"}
@@ -33,13 +34,7 @@ def recorded(ip):
 @pytest.fixture
 def old_model_only(lab):
     """The old model runs, nothing of ours does, no record is left."""
-    # a lock a killed test run may have left: that run is dead
-    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
-    assert res.returncode == 0, res.out[-3000:]
-    for ip in HOSTS:
-        ssh(ip, "rm -f %s" % RECORD)
-    res = run(LAB + ["old-model"])
-    assert res.returncode == 0, res.out
+    reset_to_the_old_model()
     for ip in HOSTS:
         assert OLD <= running(ip) and not running(ip) & OURS
 
@@ -193,7 +188,7 @@ def serves(name="qwen3.5-lab", timeout=90):
     deadline = time.time() + timeout
     out = ""
     while time.time() < deadline:
-        out = ssh(HOSTS[0], "curl -s -m 5 http://127.0.0.1:8000/v1/models").out
+        out = ssh(HOSTS[0], "curl -s -m 5 http://10.77.0.11:8000/v1/models").out
         if '"id": "%s"' % name in out:
             return True
         time.sleep(1)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import LAB, playbook, run, ssh
+from conftest import LAB, old_model_only, playbook, run, ssh
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 HOSTS = (SPARK1, SPARK2)
@@ -36,7 +36,7 @@ def completion():
     """The text of one completion from the head's engine, '' when it does not answer."""
     body = json.dumps({"model": "qwen3.5-lab", "prompt": "hi", "max_tokens": 5})
     out = ssh(SPARK1, "curl -s -m 5 -H 'Content-Type: application/json' -d '%s' "
-                      "http://127.0.0.1:8000/v1/completions" % body).out
+                      "http://10.77.0.11:8000/v1/completions" % body).out
     try:
         return json.loads(out)["choices"][0]["text"]
     except (ValueError, KeyError, IndexError):
@@ -95,12 +95,7 @@ def serving(lab):
     # reboots here come last, so no test after them meets what a reboot leaves
     res = run(LAB + ["up"])
     assert res.returncode == 0, res.out
-    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "sparkops_lock_take_over=true")
-    assert res.returncode == 0, res.out[-3000:]
-    for ip in HOSTS:
-        ssh(ip, "rm -f %s" % RECORD)
-    res = run(LAB + ["old-model"])
-    assert res.returncode == 0, res.out
+    old_model_only()
     res, report = deploy()
     assert res.returncode == 0 and report["outcome"] == "served", res.out[-3000:]
     return report
