@@ -18,10 +18,15 @@ there, and exit when rank 0 goes away. Only rank 0 serves. Then it serves:
     POST /v1/completions         a short, deterministic completion naming the actors' nodes
     POST /v1/chat/completions    the same as a chat message
 
+With an API key (vLLM: --api-key or VLLM_API_KEY; SGLang: --api-key or its --config YAML),
+every /v1 path needs `Authorization: Bearer <key>`, else 401 {"error": "Unauthorized"}, as
+vLLM's AuthenticationMiddleware answers; /health stays open.
+
 Not a model: the "completion" is text made by the stand-in. Labelled as such in every answer
 ("system_fingerprint": "sparkops-lab-standin").
 """
 import argparse
+import hmac
 import json
 import os
 import socket
@@ -46,6 +51,7 @@ def parse_args(argv):
     p.add_argument("--distributed-executor-backend", default="ray")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--max-model-len", type=int, default=None)
+    p.add_argument("--api-key", default=None)
     p.add_argument("--placement-timeout", type=float,
                    default=float(os.environ.get("SPARKOPS_LAB_PLACEMENT_TIMEOUT", "60")))
     args, unknown = p.parse_known_args(argv)
@@ -67,13 +73,27 @@ def parse_sglang_args(argv):
     p.add_argument("--node-rank", type=int, default=0)
     p.add_argument("--dist-init-addr", default=None)
     p.add_argument("--context-length", type=int, default=None)
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--config", default=None)
     p.add_argument("--placement-timeout", type=float,
                    default=float(os.environ.get("SPARKOPS_LAB_PLACEMENT_TIMEOUT", "60")))
     args, unknown = p.parse_known_args(argv)
     if unknown:
         print("stand-in: ignoring engine options %s" % " ".join(unknown), flush=True)
     args.model, args.max_model_len = args.model_path, args.context_length
+    if args.config and not args.api_key:  # SGLang's --config YAML ("api-key: ..." is what we use)
+        with open(args.config) as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() == "api-key":
+                    args.api_key = json.loads(value.strip()) if value.strip().startswith('"') else value.strip()
     return args
+
+
+def api_key(args, sglang=False):
+    """The key the server requires on /v1 (vLLM: --api-key, else VLLM_API_KEY; SGLang: its
+    arguments, --config included), None if none."""
+    return args.api_key or (None if sglang else os.environ.get("VLLM_API_KEY")) or None
 
 
 def _send(sock, obj):
@@ -215,8 +235,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def authorized(self):
+        """As vLLM's AuthenticationMiddleware: /v1 paths need `Authorization: Bearer <key>`."""
+        key = self.server.api_key
+        if not key or not self.path.startswith("/v1"):
+            return True
+        scheme, dummy, given = (self.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), key.encode()):
+            return True
+        self.reply(401, {"error": "Unauthorized"})
+        return False
+
     def do_GET(self):
         name = self.server.model_name
+        if not self.authorized():
+            return
         if self.path == "/health":
             if STATE["ready"]:
                 self.reply(200, {})
@@ -235,6 +268,8 @@ class Handler(BaseHTTPRequestHandler):
             req = json.loads(self.rfile.read(length) or b"{}")
         except ValueError:
             return self.reply(400, {"error": "body is not JSON"})
+        if not self.authorized():
+            return None
         if self.path not in ("/v1/completions", "/v1/chat/completions"):
             return self.reply(404, {"error": "not found"})
         if not STATE["ready"]:
@@ -271,6 +306,10 @@ def main_sglang(args):
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.model_name = args.served_model_name or args.model
     server.model_path, server.max_len, server.ranks = args.model, args.max_model_len, "SGLang ranks"
+    server.api_key = api_key(args, sglang=True)
+    # as SGLang does at start: it logs its whole server_args, the API key with them
+    print("stand-in: server_args=ServerArgs(model_path=%r, host=%r, port=%d, api_key=%r)"
+          % (args.model, args.host, args.port, args.api_key), flush=True)
     STATE["nodes"], STATE["ready"] = nodes, True
     print("stand-in: ready: serving %s from %d ranks (LAB STAND-IN, not an inference engine)"
           % (server.model_name, len(nodes)), flush=True)
@@ -292,6 +331,7 @@ def main(argv=None):
     server.model_path = args.model
     server.max_len = args.max_model_len
     server.ranks = "Ray actors"
+    server.api_key = api_key(args)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("stand-in: listening on %s:%d (LAB STAND-IN, not an inference engine)"
           % (args.host, args.port), flush=True)

@@ -8,10 +8,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.sparkops.inference.plugins.plugin_utils._controller import ControllerAction
+import os
+
 from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
     check_inventory,
     format_problems,
 )
+from ansible_collections.sparkops.inference.plugins.module_utils._secrets import leaks, sources
 
 
 class ActionModule(ControllerAction):
@@ -25,6 +28,8 @@ class ActionModule(ControllerAction):
         fabric_subnet=dict(type="str"),
         require_model=dict(type="bool", default=True),
         require_candidates=dict(type="bool", default=True),
+        secret_places=dict(type="dict", default={}),
+        secret_sources=dict(type="list", elements="dict", default=[]),
     )
 
     def act(self, args, task_vars):
@@ -44,6 +49,11 @@ class ActionModule(ControllerAction):
             model_path=args["model_path"], candidates=args["candidates"],
             fabric_subnet=args["fabric_subnet"], require_model=args["require_model"],
             require_candidates=args["require_candidates"])
+        problems = problems + leaks(args["secret_places"])
+        for src in args["secret_sources"]:
+            path = os.path.expanduser(str(src.get("file") or ""))
+            problems += sources(src["name"], bool(src.get("set")), path, bool(path) and os.access(path, os.R_OK)
+                                and os.path.isfile(path))
         result = {"problems": problems, "cluster": plan}
         if problems:
             result["failed"] = True

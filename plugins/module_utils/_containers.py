@@ -22,6 +22,8 @@ import copy
 import hashlib
 import json
 
+from ansible_collections.sparkops.inference.plugins.module_utils import _secrets
+
 SPEC_LABEL = "sparkops.spec"
 ENV_FILE_LABEL = "sparkops.env-sha256"
 TOKEN_IN_CONTAINER = "/run/sparkops/ray-token"
@@ -166,7 +168,8 @@ def engine_command(o):
 
     o: engine, executable, model_path, host, port, served_name, gpu_memory_utilization,
     parallelism (tensor/pipeline), gpus_total, gpus_per_node, nodes, max_model_len,
-    extra_args, node_rank, head_address (SGLang's dist-init address).
+    extra_args, node_rank, head_address (SGLang's dist-init address), api_key (whether the
+    engine gets an API key: from its mounted file, see _secrets).
     """
     engine = o.get("engine") or "vllm"
     if engine not in ENGINES:
@@ -196,7 +199,14 @@ def engine_command(o):
                 + ["--distributed-executor-backend", "ray",
                    "--gpu-memory-utilization", str(o.get("gpu_memory_utilization"))]
                 + parallel + (["--max-model-len", max_len] if max_len else []))
-    return list(o.get("executable") or entrypoint), args + [str(a) for a in o.get("extra_args") or []]
+    program = list(o.get("executable") or entrypoint)
+    args = args + [str(a) for a in o.get("extra_args") or []]
+    if _flag(o.get("api_key", False)):
+        if engine == "sglang":
+            args += ["--config", "%s/%s" % (_secrets.IN_CONTAINER, _secrets.SGLANG_CONFIG_FILE)]
+        else:
+            program = ["/bin/sh", "-c", _secrets.VLLM_WRAPPER, "sparkops-engine"] + program
+    return program, args
 
 
 def engine_container(o):
@@ -204,7 +214,8 @@ def engine_container(o):
 
     o: name, image, engine, entrypoint, args (engine_command()), model_path, ray_address
     (head:port), node_address, auth, token_file, tmp_dir, env_file, env_file_sha256, env
-    (extra), shm_size, gpus, ray_head_container (vLLM shares its PID namespace: a Ray driver
+    (extra), secrets_dir and secrets (the names of those set: api_key, hf_token; the directory
+    is mounted read-only, never a secret in env or labels), shm_size, gpus, ray_head_container (vLLM shares its PID namespace: a Ray driver
     on the head finds the node's raylet by its process and talks to it through /tmp/ray);
     for SGLang, which runs NCCL itself on every host, privileged, devices, capabilities and
     ulimits as the Ray containers have them.
@@ -216,6 +227,12 @@ def engine_container(o):
     env.update(ray_env(o.get("node_address") or "", auth))
     env.update(dict((str(k), str(v)) for k, v in (o.get("env") or {}).items()))
     mounts = [{"type": "bind", "source": o["model_path"], "target": o["model_path"], "read_only": True}]
+    secrets = list(o.get("secrets") or [])
+    if secrets:
+        _need(o, "secrets_dir")
+        mounts.append({"type": "bind", "source": o["secrets_dir"], "target": _secrets.IN_CONTAINER, "read_only": True})
+    if "hf_token" in secrets:
+        env["HF_TOKEN_PATH"] = "%s/%s" % (_secrets.IN_CONTAINER, _secrets.HF_TOKEN_FILE)
     spec.update({
         "env": env,
         "mounts": mounts + ray_mounts(o["tmp_dir"], auth, o.get("token_file") or ""),

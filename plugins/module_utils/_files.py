@@ -18,8 +18,10 @@ import os
 import tempfile
 
 
-def atomic_write(path, data, mode=0o644, owner=None, dir_mode=0o755):
-    """Write data (str or bytes) to path atomically; owner: (uid, gid) or None. Raises OSError."""
+def atomic_write(path, data, mode=0o600, owner=None, dir_mode=0o700):
+    """Write data (str or bytes) to path atomically; owner: (uid, gid) or None. Raises OSError.
+    Only its owner reads it unless `mode` says otherwise (records, locks, caches, reports: root's
+    or the controller user's alone); a missing directory is made 0700."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         os.makedirs(directory, dir_mode)

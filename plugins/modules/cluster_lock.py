@@ -134,9 +134,9 @@ def create(path, lock):
     """Create the lock only if there is none (O_EXCL); False when another run was quicker."""
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
+        os.makedirs(directory, 0o700)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
         if exc.errno == errno.EEXIST:
             return False

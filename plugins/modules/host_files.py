@@ -45,9 +45,13 @@ options:
         type: path
         required: true
       content:
-        description: The whole content.
+        description: The whole content (required unless O(files[].state=absent)).
         type: str
-        required: true
+      state:
+        description: V(absent) removes the file when it is there (a secret no longer set).
+        type: str
+        choices: [present, absent]
+        default: present
       mode:
         description: The file's mode, as an octal string.
         type: str
@@ -65,6 +69,14 @@ options:
     type: list
     elements: path
     default: []
+  private_directories:
+    description:
+      - Directories that only root may enter (mode 0700, owned by root), created when missing and
+        narrowed when they are more open; for secrets, created before the files in them.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
@@ -106,21 +118,66 @@ def file_state(path):
         return None, None, None, None
 
 
+def private_directory(module, path, changed, diffs):
+    """`path` a directory of root's alone (0700, uid 0): created, or narrowed, before any file in it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and st.st_mode & 0o7777 == 0o700 and (st.st_uid, st.st_gid) == (0, 0):
+        return
+    changed.append(path)
+    diffs.append({"before_header": path, "after_header": path,
+                  "before": "(absent)\n" if st is None else "(directory, mode %04o)\n" % (st.st_mode & 0o7777),
+                  "after": "(directory, mode 0700, root only)\n"})
+    if module.check_mode:
+        return
+    try:
+        if st is None:
+            os.makedirs(path, 0o700)
+        os.chown(path, 0, 0)
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        module.fail_json(msg="cannot make %s a directory only root reads: %s" % (path, exc), changed_paths=changed)
+
+
+def remove_file(module, spec, changed, diffs):
+    """Remove the file of a spec with state absent, when it is there."""
+    if not os.path.lexists(spec["path"]):
+        return
+    changed.append(spec["path"])
+    diffs.append({"before_header": spec["path"], "after_header": spec["path"],
+                  "before": SECRET if spec["secret"] else file_state(spec["path"])[0] or "", "after": "(absent)\n"})
+    if not module.check_mode:
+        try:
+            os.unlink(spec["path"])
+        except OSError as exc:
+            module.fail_json(msg="cannot remove %s: %s" % (spec["path"], exc), changed_paths=changed)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             files=dict(type="list", elements="dict", default=[], options=dict(
                 path=dict(type="path", required=True),
-                content=dict(type="str", required=True, no_log=False),
+                content=dict(type="str", no_log=False),
+                state=dict(type="str", choices=["present", "absent"], default="present"),
                 mode=dict(type="str", default="0644"),
                 owner_root=dict(type="bool", default=True),
                 secret=dict(type="bool", default=False),
             )),
             directories=dict(type="list", elements="path", default=[]),
+            private_directories=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
+    # a secret's content is masked wherever the result would show it (its invocation too)
+    for spec in module.params["files"]:
+        if spec["secret"] and spec["content"]:
+            module.no_log_values.add(spec["content"])
     changed, diffs = [], []
+    for directory in module.params["private_directories"]:
+        private_directory(module, directory, changed, diffs)
     for directory in module.params["directories"]:
         if not os.path.isdir(directory):
             changed.append(directory)
@@ -133,6 +190,11 @@ def main():
                     module.fail_json(msg="cannot create the directory %s: %s" % (directory, exc),
                                      changed_paths=changed)
     for spec in module.params["files"]:
+        if spec["state"] == "absent":
+            remove_file(module, spec, changed, diffs)
+            continue
+        if spec["content"] is None:
+            module.fail_json(msg="files: %s has no content: give its content, or state: absent" % spec["path"])
         try:
             mode = int(spec["mode"], 8)
         except ValueError:

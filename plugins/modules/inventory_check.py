@@ -54,6 +54,23 @@ options:
     description: Whether O(candidates) must be set.
     type: bool
     default: true
+  secret_places:
+    description:
+      - Variables that must not hold a secret, by name - a list of arguments (an engine flag such
+        as C(--api-key)) or a dict of environment variables (such as C(HF_TOKEN)); each one found
+        is a problem naming the variable to use instead.
+    type: dict
+    default: {}
+    version_added: 0.3.0
+  secret_sources:
+    description:
+      - Each secret's two sources, by the variable's name - C(set) (whether the variable holds a
+        value; never the value) and C(file) (a path on the controller). Both given, or a file
+        that cannot be read, is a problem.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.3.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
   - sparkops.inference.attributes.read_only

@@ -39,9 +39,20 @@ options:
     type: str
     required: true
   address:
-    description: Address the checks connect to.
+    description:
+      - Address the checks connect to - the one the engine binds (V(0.0.0.0) is reached at V(127.0.0.1)).
+      - Unset - the C(--host) the running container was started with, else V(127.0.0.1).
+      - With O(phase=precheck) and O(check_port), the deploy fails when it is not an address of the host.
     type: str
-    default: 127.0.0.1
+  api_key_file:
+    description:
+      - A file on the host that holds the engine's API key (root-only); each request carries it
+        in its C(Authorization) header, as a bearer token. The key is never returned, and is cut
+        out of every message (engine log lines included).
+      - Empty, or a file that is not there - no key is sent.
+    type: path
+    default: ""
+    version_added: 0.3.0
   port:
     description: The engine's HTTP port.
     type: int
@@ -121,6 +132,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._secrets import scrub
 
 
 def describe(doc):
@@ -135,15 +147,20 @@ def describe(doc):
             "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode")}
 
 
+# the API key when one is set (load_api_key): cut out of whatever a message quotes
+SECRETS = []
 MAX_BODY = 1 << 20  # what is read of an answer: /v1/models and a completion are far smaller
 
 
 def quoted(text, limit=200):
     """An answer's body as a message quotes it: cut, and in quotes, so it reads as the engine's
     words, not ours (and a huge or hostile body cannot flood an error or the report)."""
-    text = text or ""
+    text = scrub(text or "", SECRETS)
     cut = text[:limit]
     return json.dumps(cut) + (" (%d more characters cut)" % (len(text) - limit) if len(text) > limit else "")
+
+
+HEADERS = {"Content-Type": "application/json"}
 
 
 def http(method, url, body=None, timeout=5):
@@ -152,7 +169,7 @@ def http(method, url, body=None, timeout=5):
     data = json.dumps(body) if body is not None else None
     try:
         resp = open_url(url, data=data, method=method, timeout=timeout, use_proxy=False,
-                        follow_redirects="none", headers={"Content-Type": "application/json"})
+                        follow_redirects="none", headers=dict(HEADERS))
         return resp.getcode(), resp.read(MAX_BODY).decode("utf-8", "replace")
     except HTTPError as exc:
         if 300 <= exc.code < 400:
@@ -199,6 +216,11 @@ def phase_precheck(module, base, doc):
     """The engine container as it is, and whether its port is free when it does not run."""
     p = module.params
     current = describe(doc)
+    problem = bind_problem(p["address"]) if p["check_port"] else None
+    if problem:  # a running engine too: a changed model_server_host would not start
+        module.fail_json(msg="model_server_host is %s, which %s on %s: the engine could not listen there. Set "
+                             "model_server_host to one of this host's addresses (ip -brief addr), or 0.0.0.0 for "
+                             "all of them" % (p["address"], problem, socket.gethostname()), endpoint=base)
     if (doc and doc["State"].get("Running")) or not p["check_port"]:
         module.exit_json(changed=False, endpoint=base, container=current)
     try:
@@ -209,6 +231,43 @@ def phase_precheck(module, base, doc):
                          "not bind it. Stop what listens there (ss -ltnp 'sport = :%d') or set "
                          "model_server_port" % (p["port"], socket.gethostname(), p["container"], p["port"]),
                      endpoint=base)
+
+
+def bind_problem(address):
+    """Why the engine could not listen on `address` here (None: it could)."""
+    try:
+        infos = socket.getaddrinfo(address, 0, 0, socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return "does not resolve (%s)" % exc
+    errors = []
+    for family, kind, proto, dummy, sockaddr in infos:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.bind(sockaddr)
+            return None
+        except (socket.error, OSError) as exc:
+            errors.append(exc.strerror or str(exc))
+        finally:
+            sock.close()
+    return "is not an address of this host (%s)" % "; ".join(sorted(set(errors)))
+
+
+def started_with(doc, flag):
+    """The value the container's command line gives `flag` (--host, --port), None if it has none."""
+    args = list(((doc or {}).get("Config") or {}).get("Cmd") or [])
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def connect_address(address):
+    """Where a check reaches an engine bound to `address` (all interfaces: loopback)."""
+    address = address or "127.0.0.1"
+    address = {"0.0.0.0": "127.0.0.1", "::": "::1", "*": "127.0.0.1"}.get(address, address)
+    return "[%s]" % address if ":" in address else address
 
 
 def exit_code(docker, name, state, wait=5.0):
@@ -222,6 +281,11 @@ def exit_code(docker, name, state, wait=5.0):
         time.sleep(0.1)
         state = ((docker.container(name) or {}).get("State")) or {}
     return state.get("ExitCode")
+
+
+def logs(docker, p):
+    """The engine's last log lines, without its API key (SGLang logs its server_args, key included)."""
+    return scrub("\n".join(docker.logs(p["container"], p["log_lines"])), SECRETS)
 
 
 def wait_served(module, docker, base):
@@ -245,7 +309,7 @@ def wait_served(module, docker, base):
                                  "Its last log lines:\n%s" % (
                                      p["container"], exited,
                                      "; Docker restarted it %d time(s)" % count if count > restarts else "", host,
-                                     "\n".join(docker.logs(p["container"], p["log_lines"]))),
+                                     logs(docker, p)),
                              endpoint=base)
         code, text = http("GET", base + "/health")
         if code == 200:
@@ -263,8 +327,7 @@ def wait_served(module, docker, base):
             last = "/health answered %s" % (("%s: %s" % (code, quoted(text, 120))) if code else text)
         if time.time() > deadline:
             module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
-                             % (p["timeout"], host, last,
-                                "\n".join(docker.logs(p["container"], p["log_lines"]))),
+                             % (p["timeout"], host, last, logs(docker, p)),
                              endpoint=base)
         time.sleep(0.5)
 
@@ -295,12 +358,29 @@ def phase_ready(module, docker, base):
     module.exit_json(**res)
 
 
+def load_api_key(module, path):
+    """The API key from its root-only file into each request's headers, and into SECRETS (cut
+    out of every message); the module never returns it."""
+    if not path:
+        return
+    try:
+        with open(path) as f:
+            key = f.read().strip()
+    except (IOError, OSError):
+        return
+    if key:
+        module.no_log_values.add(key)
+        SECRETS.append(key)
+        HEADERS["Authorization"] = "Bearer " + key
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             phase=dict(type="str", choices=["status", "precheck", "ready"], default="ready"),
             container=dict(type="str", required=True),
-            address=dict(type="str", default="127.0.0.1"),
+            address=dict(type="str"),
+            api_key_file=dict(type="path", default=""),
             port=dict(type="int", default=8000),
             served_model_name=dict(type="str"),
             timeout=dict(type="int", default=1800),
@@ -312,13 +392,16 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    load_api_key(module, p["api_key_file"])
     docker = Docker(module, p["docker_cli"])
-    base = "http://%s:%d" % (p["address"], p["port"])
-    if p["phase"] == "ready":
-        phase_ready(module, docker, base)
-    doc = docker.container(p["container"])
+    doc = None if p["phase"] == "ready" else docker.container(p["container"])
     if doc is not None:
         doc.setdefault("State", {})
+    if not p["address"]:  # status.yml: where the running engine listens
+        p["address"] = started_with(doc, "--host") or "127.0.0.1"
+    base = "http://%s:%d" % (connect_address(p["address"]), p["port"])
+    if p["phase"] == "ready":
+        phase_ready(module, docker, base)
     if p["phase"] == "status":
         phase_status(module, base, doc)
     phase_precheck(module, base, doc)

@@ -19,8 +19,8 @@ def deploy(*extra):
 
 def still_serves():
     """The engine that served before answers on the head: /health 200 and the served name."""
-    health = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
-    models = ssh(SPARK1, "curl -s -m 5 http://127.0.0.1:8000/v1/models").out
+    health = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
+    models = ssh(SPARK1, "curl -s -m 5 http://10.77.0.11:8000/v1/models").out
     return health == "200" and '"id": "qwen3.5-lab"' in models
 
 
@@ -41,7 +41,7 @@ def test_deploy_serves_and_reports(served):
     assert "qwen3.5-lab is served by vllm (10.77.0.5:5000/sparkops/lab-vllm:0.17.0) at http://10.77.0.11:8000/v1" in out
     assert "sparkops deploy: SERVED" in out
     assert "ray 2 nodes, 2.0 GPUs, head 192.168.77.11" in out
-    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
+    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
     assert code == "200"
 
 
@@ -76,7 +76,7 @@ def test_changed_shm_size_recreates_the_engine_not_ray(served):
     assert inspect("{{.HostConfig.ShmSize}}") == str(2 << 30)
     assert inspect("{{.State.StartedAt}}") != engine_before
     assert inspect("{{.State.StartedAt}}", "sparkops-ray-head") == ray_before
-    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
+    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
     assert code == "200"  # and it serves with the new size
     again = deploy("-e", json.dumps({"model_server_shm_size": "2g"}))
     assert again.returncode == 0, again.out[-3000:]
@@ -196,3 +196,83 @@ def test_teardown_stops_serving_and_ray(served):
     assert "sparkops-model-server" not in names and "sparkops-ray-head" not in names
     res = deploy()  # and back
     assert res.returncode == 0, res.out[-3000:]
+
+
+CANARY_KEY = "sk-canary-api-7d1c9e42f00d"
+CANARY_HF = "hf_canaryToken0b5e77aa1"
+
+
+@pytest.mark.fault(
+    fault="a secret given where it would leak (an API key in model_server_extra_args, a token in model_server_env)",
+    inject="-e model_server_extra_args=[--api-key, <canary>] model_server_env={HF_TOKEN: <canary>}",
+    message="'model_server_extra_args holds --api-key: ... Set sparkops_engine_api_key (or "
+            "sparkops_engine_api_key_file) instead - vault it'; the same for HF_TOKEN",
+    left="the engine that served before, untouched and serving (refused in preflight); the canary in no output")
+def test_a_secret_where_it_would_leak_is_refused_before_anything_changes(served):
+    res = deploy("-v", "-e", json.dumps({"model_server_extra_args": ["--api-key", CANARY_KEY],
+                                         "model_server_env": {"HF_TOKEN": CANARY_HF}}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "model_server_extra_args holds --api-key: a secret there lands in the container's command line " \
+           "(docker inspect, ps on the host). Set sparkops_engine_api_key (or sparkops_engine_api_key_file) " \
+           "instead - vault it" in out
+    assert "model_server_env sets HF_TOKEN: a secret there lands in the container's environment" in out
+    assert "TASK [sparkops.inference.gpu_memory" not in res.out  # refused before anything was stopped
+    assert still_serves()
+
+
+@pytest.mark.fault(
+    fault="model_server_host is not an address of the head",
+    inject="-e model_server_host=203.0.113.77 (TEST-NET-3)",
+    message="'model_server_host is 203.0.113.77, which is not an address of this host (...) on spark1: the engine "
+            "could not listen there. Set model_server_host to one of this host's addresses'",
+    left="the engine that served before, untouched and serving on the head's management address")
+def test_a_listen_address_that_is_not_the_heads_is_named(served):
+    res = deploy("-e", "model_server_host=203.0.113.77")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "model_server_host is 203.0.113.77, which is not an address of this host (" in out
+    assert "on spark1: the engine could not listen there. Set model_server_host to one of this host's " \
+           "addresses (ip -brief addr), or 0.0.0.0 for all of them" in out
+    assert still_serves()
+    assert "Nothing was rolled back: the engine that served before this run is untouched and still serves." in out
+
+
+def test_engine_secrets_reach_the_engine_only_from_root_only_files(served, tmp_path):
+    """An API key (from a file on the controller) and a Hugging Face token (a variable), both
+    canaries: the engine requires the key, serve_check and status.yml send it, and neither is in
+    the -vvv output, the JSON report, docker inspect of any container, the hosts' process lists,
+    the env file or the engine's log. Unset again, they are removed and the engine answers anyone."""
+    key_file = tmp_path / "engine-api-key"
+    key_file.write_text(CANARY_KEY + "\n")
+    reports = tmp_path / "reports"
+    secrets = json.dumps({"sparkops_engine_api_key_file": str(key_file), "sparkops_hf_token": CANARY_HF})
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-vvv", "-e", secrets,
+                   env={"SPARKOPS_REPORT_DIR": str(reports)})
+    assert res.returncode == 0, res.out[-3000:]
+    for canary in (CANARY_KEY, CANARY_HF):
+        assert canary not in res.out
+        assert canary not in (reports / "latest.json").read_text()
+    models = "curl -s -m 5 -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/v1/models"
+    assert ssh(SPARK1, models).out == "401"
+    assert ssh(SPARK1, models.replace("curl ", "curl -H 'Authorization: Bearer %s' " % CANARY_KEY)).out == "200"
+    for ip in (SPARK1, SPARK2):
+        seen = ssh(ip, "docker inspect $(docker ps -aq); ps -eo args; cat /etc/sparkops/fabric.env; "
+                       "docker logs sparkops-model-server 2>&1 || true").out
+        assert CANARY_KEY not in seen and CANARY_HF not in seen, ip
+    modes = ssh(SPARK1, "stat -c '%a %U %n' /etc/sparkops/secrets /etc/sparkops/secrets/* "
+                        "/etc/sparkops/fabric.env").out.split("\n")
+    assert modes == ["700 root /etc/sparkops/secrets", "600 root /etc/sparkops/secrets/engine-api-key",
+                     "600 root /etc/sparkops/secrets/hf-token", "600 root /etc/sparkops/fabric.env"], modes
+    assert oct((reports / "latest.json").stat().st_mode & 0o777) == "0o600"
+    # the engine reads the token from its file (HF_TOKEN_PATH), not from its environment
+    env = ssh(SPARK1, "docker inspect -f '{{json .Config.Env}}' sparkops-model-server").out
+    assert '"HF_TOKEN_PATH=/run/sparkops/secrets/hf-token"' in env
+    status = playbook("playbooks/status.yml", "-i", "inventories/lab", "-vvv")
+    assert status.returncode == 0, status.out[-3000:]
+    assert "/health 200, models qwen3.5-lab" in flat(status.out) and CANARY_KEY not in status.out
+    # unset: the files go, the engine restarts without a key
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert ssh(SPARK1, "ls -A /etc/sparkops/secrets").out.strip() == ""
+    assert ssh(SPARK1, models).out == "200" and still_serves()

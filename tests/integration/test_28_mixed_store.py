@@ -65,7 +65,7 @@ def test_deploy_serves_on_the_mixed_lab(served):
     assert "ray 2 nodes, 2.0 GPUs" in out
     # the same image, with a store-specific id on each host
     assert image_id(SPARK1, SELECTED) != image_id(SPARK2, SELECTED)
-    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health").out
+    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
     assert code == "200"
     worker = ssh(SPARK2, "docker inspect -f '{{.State.Running}} {{json .Config.Entrypoint}}' sparkops-ray-worker").out
     assert worker.strip() == 'true ["ray","start"]'

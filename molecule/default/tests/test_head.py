@@ -16,13 +16,21 @@ def test_ray_cluster_spans_both_hosts_with_their_gpus(host):
 def test_the_model_is_served_across_both_nodes(host):
     """The lab's stand-in server (in the selected image) answers like an engine, after placing a
     rank on each node of the real Ray cluster."""
-    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health") == "200"
-    models = json.loads(host.check_output("curl -s http://127.0.0.1:8000/v1/models"))
+    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health") == "200"
+    models = json.loads(host.check_output("curl -s http://10.77.0.11:8000/v1/models"))
     assert [m["id"] for m in models["data"]] == ["qwen3.5-lab"]
     out = json.loads(host.check_output(
-        "curl -s http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' "
+        "curl -s http://10.77.0.11:8000/v1/completions -H 'Content-Type: application/json' "
         "-d '{\"model\": \"qwen3.5-lab\", \"prompt\": \"hi\", \"max_tokens\": 4}'"))
     assert out["choices"][0]["text"] == "lab stand-in answer from 2 Ray actors on 192.168.77.11, 192.168.77.12"
+
+
+def test_the_engine_listens_on_the_management_address_only(host):
+    """model_server_host's default: the head's ansible_host, not every interface (0.0.0.0)."""
+    loopback = host.run("curl -s -m 3 -o /dev/null http://127.0.0.1:8000/health")
+    assert loopback.rc == 7, (loopback.rc, loopback.stdout, loopback.stderr)  # 7: connection refused
+    fabric = host.run("curl -s -m 3 -o /dev/null http://192.168.77.11:8000/health")
+    assert fabric.rc == 7, (fabric.rc, fabric.stdout, fabric.stderr)
 
 
 def test_the_engine_runs_the_selected_image(host):

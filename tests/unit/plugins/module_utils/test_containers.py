@@ -47,14 +47,15 @@ ENGINE = {"name": "sparkops-model-server", "image": "reg/vllm:0.17.0", "engine":
           "auth": True, "token_file": "/etc/sparkops/ray-token", "tmp_dir": "/var/lib/sparkops/ray",
           "env_file": "/etc/sparkops/fabric.env", "env_file_sha256": "ab" * 32, "env": {},
           "shm_size": "10.24g", "gpus": True, "ray_head_container": "sparkops-ray-head",
-          "restart_policy": "unless-stopped"}
+          "restart_policy": "unless-stopped", "secrets_dir": "/etc/sparkops/secrets", "secrets": ["api_key"]}
 
 ENGINE_CHANGES = {"name": "other", "image": "reg/vllm:0.18.0", "engine": "sglang",
                   "entrypoint": ["python3", "-m", "x"], "args": ["/opt/models/m", "--port", "8001"],
                   "model_path": "/opt/models/n", "ray_address": "192.168.100.10:6400",
                   "node_address": "192.168.100.11", "auth": False, "token_file": "/root/t", "tmp_dir": "/srv/ray",
                   "env_file": "", "env_file_sha256": "cd" * 32, "env": {"HF_HUB_OFFLINE": "1"},
-                  "shm_size": "32g", "gpus": False, "ray_head_container": "other-head", "restart_policy": "no"}
+                  "shm_size": "32g", "gpus": False, "ray_head_container": "other-head", "restart_policy": "no",
+                  "secrets_dir": "/srv/secrets", "secrets": ["api_key", "hf_token"]}
 
 
 def test_every_ray_input_is_covered_by_a_change():
@@ -220,3 +221,29 @@ def test_preflight_run_args():
     assert args.index("--entrypoint") < args.index("img")
     assert args[args.index("--gpus") + 1] == "all" and "--device=/dev/x" in args
     assert args[args.index("img") + 1:args.index("img") + 7] == ["-k", "5", "90", "python3", "-c", "print(1)"]
+
+
+def test_an_api_key_reaches_vllm_from_its_file_never_the_command_line():
+    """vLLM reads VLLM_API_KEY; a shell inside the container sets it from the mounted file, so
+    the container's config holds only the file's path."""
+    entrypoint, args = engine_command(dict(CMD, api_key=True))
+    assert entrypoint[:2] == ["/bin/sh", "-c"] and entrypoint[3:] == ["sparkops-engine", "vllm", "serve"]
+    assert "/run/sparkops/secrets/engine-api-key" in entrypoint[2] and "--api-key" not in args
+    plain_entry, plain_args = engine_command(dict(CMD))
+    assert plain_args == args and plain_entry == ["vllm", "serve"]
+
+
+def test_an_api_key_reaches_sglang_through_its_config_file():
+    dummy, args = engine_command(dict(CMD, engine="sglang", api_key=True))
+    assert args[-2:] == ["--config", "/run/sparkops/secrets/sglang-api-key.yaml"] and "--api-key" not in args
+
+
+def test_the_secrets_directory_is_mounted_read_only_and_the_token_read_from_its_file():
+    spec = engine_container(dict(copy.deepcopy(ENGINE), secrets=["api_key", "hf_token"]))
+    mount = [m for m in spec["mounts"] if m["target"] == "/run/sparkops/secrets"]
+    assert mount == [{"type": "bind", "source": "/etc/sparkops/secrets", "target": "/run/sparkops/secrets",
+                      "read_only": True}]
+    assert spec["env"]["HF_TOKEN_PATH"] == "/run/sparkops/secrets/hf-token"
+    none = engine_container(dict(copy.deepcopy(ENGINE), secrets=[]))
+    assert not [m for m in none["mounts"] if m["target"] == "/run/sparkops/secrets"]
+    assert "HF_TOKEN_PATH" not in none["env"]

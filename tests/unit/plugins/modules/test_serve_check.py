@@ -58,3 +58,73 @@ def test_a_long_body_is_cut_and_quoted(server):
     said = serve_check.quoted(text)
     assert said == json.dumps("x" * 200) + " (4800 more characters cut)"
     assert serve_check.quoted('a "b"') == '"a \\"b\\""'
+
+
+class AuthHandler(BaseHTTPRequestHandler):
+    """/v1 needs the bearer key, as vLLM's AuthenticationMiddleware; the 401 body echoes what
+    was sent (a hostile or careless server), so a message that quotes it must cut the key."""
+    key = "sk-canary-0123456789"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        sent = self.headers.get("Authorization") or ""
+        ok = sent == "Bearer " + self.key
+        body = json.dumps({"data": [{"id": "m"}]} if ok else {"error": "Unauthorized", "got": sent}).encode()
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class FakeModule(object):
+    def __init__(self):
+        self.no_log_values = set()
+
+
+@pytest.fixture
+def auth_server(monkeypatch):
+    monkeypatch.setattr(serve_check, "HEADERS", {"Content-Type": "application/json"})
+    monkeypatch.setattr(serve_check, "SECRETS", [])
+    srv = HTTPServer(("127.0.0.1", 0), AuthHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield "http://127.0.0.1:%d" % srv.server_address[1]
+    srv.shutdown()
+
+
+def test_the_api_key_from_its_file_is_sent_and_never_quoted(auth_server, tmp_path):
+    code, text = serve_check.http("GET", auth_server + "/v1/models")
+    assert code == 401
+    key_file = tmp_path / "engine-api-key"
+    key_file.write_text(AuthHandler.key + "\n")
+    module = FakeModule()
+    serve_check.load_api_key(module, str(key_file))
+    assert module.no_log_values == {AuthHandler.key}  # Ansible masks it in any result too
+    assert serve_check.list_models(*serve_check.http("GET", auth_server + "/v1/models")) == ["m"]
+    echoed = '{"error": "Unauthorized", "got": "Bearer %s"}' % AuthHandler.key
+    assert AuthHandler.key not in serve_check.quoted(echoed) and "(secret)" in serve_check.quoted(echoed)
+
+
+def test_no_key_file_sends_no_key(auth_server, tmp_path):
+    serve_check.load_api_key(FakeModule(), str(tmp_path / "absent"))
+    serve_check.load_api_key(FakeModule(), "")
+    assert serve_check.http("GET", auth_server + "/v1/models")[0] == 401
+    assert "Authorization" not in serve_check.HEADERS
+
+
+def test_an_address_that_is_not_the_hosts_is_named():
+    assert serve_check.bind_problem("127.0.0.1") is None
+    assert serve_check.bind_problem("0.0.0.0") is None
+    # TEST-NET-3 (RFC 5737): never an address of a test machine
+    assert serve_check.bind_problem("203.0.113.77").startswith("is not an address of this host (")
+    assert serve_check.bind_problem("no-such-host.invalid").startswith("does not resolve")
+
+
+def test_where_a_check_reaches_the_engine():
+    doc = {"Config": {"Cmd": ["/opt/models/m", "--host", "10.77.0.11", "--port=8001"]}}
+    assert serve_check.started_with(doc, "--host") == "10.77.0.11"
+    assert serve_check.started_with(doc, "--port") == "8001"
+    assert serve_check.started_with(None, "--host") is None
+    assert [serve_check.connect_address(a) for a in ("0.0.0.0", "::", "10.77.0.11", "fd00::5", None)] == [
+        "127.0.0.1", "[::1]", "10.77.0.11", "[fd00::5]", "127.0.0.1"]
