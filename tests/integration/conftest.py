@@ -25,8 +25,7 @@ def run(argv, timeout=900, env=None, cwd=ROOT):
     return res
 
 
-# one connection per host, reused by the tests' many short commands (a handshake each cost CPU
-# on both ends of a 2-core machine); a rebooted host's new sshd answers the old one with a reset
+# one connection per command: a shared master connection outlived a rebooted lab host
 SSH = ["ssh", "-i", "/var/lib/sparkops-lab/ssh/id_ed25519", "-o", "BatchMode=yes",
        "-o", "UserKnownHostsFile=/var/lib/sparkops-lab/ssh/known_hosts",
        "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2"]

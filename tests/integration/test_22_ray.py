@@ -1,5 +1,8 @@
 """The ray_cluster role on the lab: a real Ray 2.60 cluster across the simulated Sparks."""
 import json
+import pathlib
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -114,6 +117,29 @@ def test_rerun_changes_and_restarts_nothing(cluster):
     assert len(recap) == 2 and all("changed=0" in l for l in recap), recap
     assert (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker")) == before
     assert ray_status().count(" node_") == 2
+
+
+def test_a_controller_with_a_fresh_home_changes_nothing(cluster):
+    """An execution environment (AWX, ansible-navigator) throws the controller's home away after
+    each job: the token is read back from the head, so the next job changes nothing and
+    recreates no container, and writes no token file of its own. (A short home, as an EE's
+    /home/runner: ssh's ControlPath under it must fit a Unix socket's 108 bytes.)"""
+    before = (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker"),
+              started_at(SPARK1, "sparkops-model-server"))
+    home = pathlib.Path(tempfile.mkdtemp(prefix="eehome-", dir="/tmp"))
+    try:
+        controller_file = home / ".sparkops" / "ray-token"
+        res = playbook("deploy.yml", "-i", "inventories/lab", "-e",
+                       "ray_cluster_token_controller_file=%s" % controller_file,
+                       env={"HOME": str(home), "SPARKOPS_REPORT_DIR": str(home / "reports")})
+        assert res.returncode == 0, res.out[-3000:]
+        recap = [l for l in res.out.splitlines() if l.startswith("spark")]
+        assert len(recap) == 2 and all("changed=0" in l for l in recap), recap
+        assert (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker"),
+                started_at(SPARK1, "sparkops-model-server")) == before
+        assert not controller_file.exists()
+    finally:
+        shutil.rmtree(str(home), ignore_errors=True)
 
 
 def test_removed_worker_rejoins_once(cluster):

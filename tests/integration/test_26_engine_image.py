@@ -49,6 +49,23 @@ def test_probe_playbook_selects_vllm_017_and_explains_the_rest(lab):
     assert "no Ray in the image" in out  # SGLang 0.5.10 has the model but no Ray
 
 
+def test_each_phase_has_a_tag_and_one_runs_alone(old_model):
+    """--list-tags names the phases; --tags engine_image runs preflight, the lock and the image
+    phase only: the candidates are pulled, probed and one selected, nothing is stopped."""
+    listed = deploy("--list-tags")
+    assert listed.returncode == 0, listed.out
+    tags = re.findall(r"TASK TAGS: \[([^\]]*)\]", listed.out)[-1].split(", ")
+    assert set(tags) >= {"preflight", "engine_image", "gpu_memory", "fabric", "ray_cluster", "model_server", "report"}
+    res = deploy("--tags", "engine_image")
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert "%slab-vllm:0.17.0 selected vllm 0.17.0" % REG in out
+    for skipped in ("gpu_memory", "fabric", "ray_cluster", "model_server", "report"):
+        assert not re.search(r"TASK \[sparkops\.inference\.%s : (?!Validating arguments)" % skipped, res.out), skipped
+    for ip in ("10.77.0.11", "10.77.0.12"):
+        assert {"old-vllm", "embeddings-embed-1"} <= running(ip)  # nothing stopped
+
+
 def test_probe_module_static_runtime_cached(lab):
     """One image three ways on a host; the static read follows SGLang's editable install."""
     def probe(image, method, cache="/var/lib/sparkops/engine-probe-cache.json", reader="auto"):

@@ -1,5 +1,6 @@
 """model_server on the lab: the stand-in engine on the real Ray cluster; every bad case named."""
 import json
+import socket
 
 import pytest
 
@@ -43,6 +44,20 @@ def test_deploy_serves_and_reports(served):
     assert "ray 2 nodes, 2.0 GPUs, head 192.168.77.11" in out
     code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
     assert code == "200"
+
+
+def test_the_controller_reaches_the_engine_only_on_the_heads_management_address(served):
+    """model_server_host's default: the head's ansible_host. The controller sits on both lab
+    networks; the engine answers on the management one only (it used to bind 0.0.0.0)."""
+    def connects(ip):
+        try:
+            socket.create_connection((ip, 8000), timeout=3).close()
+            return True
+        except OSError as exc:
+            return exc
+    assert connects("10.77.0.11") is True
+    refused = connects("192.168.77.11")
+    assert isinstance(refused, ConnectionRefusedError), refused
 
 
 def test_status_shows_the_served_model(served):
@@ -261,7 +276,7 @@ def test_engine_secrets_reach_the_engine_only_from_root_only_files(served, tmp_p
                        "docker logs sparkops-model-server 2>&1 || true").out
         assert CANARY_KEY not in seen and CANARY_HF not in seen, ip
     modes = ssh(SPARK1, "stat -c '%a %U %n' /etc/sparkops/secrets /etc/sparkops/secrets/* "
-                        "/etc/sparkops/fabric.env").out.split("\n")
+                        "/etc/sparkops/fabric.env").out.strip().split("\n")
     assert modes == ["700 root /etc/sparkops/secrets", "600 root /etc/sparkops/secrets/engine-api-key",
                      "600 root /etc/sparkops/secrets/hf-token", "600 root /etc/sparkops/fabric.env"], modes
     assert oct((reports / "latest.json").stat().st_mode & 0o777) == "0o600"
