@@ -14,13 +14,19 @@ short_description: Hand an image from one host to others over the fabric, withou
 version_added: 0.1.0
 description:
   - O(mode=send) (on the host that has the image, run with C(async)) listens on
-    O(address):O(port) and, for each of O(peers) connections that present O(token), streams
-    the saved image (the Docker API's C(docker save) stream, from the engine's unix socket) into
-    it, then exits. Nothing is written to disk or held in memory.
+    O(address):O(port) and serves O(peers) receivers at once, each in its own thread - the saved
+    image (the Docker API's C(docker save) stream, from the engine's unix socket), then exits.
+    Nothing is written to disk or held in memory.
+  - Before any byte of the image is sent, a receiver proves it holds O(token) - an HMAC of a
+    fresh challenge, so the token never crosses the wire. A client that says nothing (10 s),
+    sends a malformed or oversized line, or a wrong proof is answered and dropped, and not
+    counted; the others are served meanwhile.
   - O(mode=receive) (on each other host) connects to O(address):O(port) (retrying while the
-    sender starts), presents O(token) and streams it into the Docker API's load; then checks that
-    each image's content id equals O(expect_ids) - the same content, verified (the content id is
-    the same in Docker's classic and containerd image stores, where the image ids differ).
+    sender starts), answers the challenge and streams the image into the Docker API's load; then
+    checks that each image's content id equals O(expect_ids) - the same content, verified (the
+    content id is the same in Docker's classic and containerd image stores, where the image ids
+    differ). An image that loaded with other content is removed, and its reference given back
+    to the image it named before.
   - Images already present with the expected id are not transferred (the receiver says so and
     the sender is told to skip).
 author:
@@ -48,7 +54,7 @@ options:
     type: int
     default: 29876
   token:
-    description: Shared secret a receiver presents (not logged).
+    description: Shared secret a receiver proves it holds (never sent, never logged).
     type: str
     required: true
   peers:
@@ -103,17 +109,30 @@ skipped:
   description: Whether nothing had to be transferred (every image present with its id).
   returned: always
   type: bool
+refused:
+  description: Clients the sender answered and dropped (address and why) - not counted as peers.
+  returned: when O(mode=send)
+  type: list
+  elements: str
+failed:
+  description: Receivers whose stream broke off (address and why).
+  returned: when O(mode=send)
+  type: list
+  elements: str
 """
 
-import json
 import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlencode
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, DockerError
-
-CHUNK = 1 << 20
+from ansible_collections.sparkops.inference.plugins.module_utils._transfer import (
+    CHUNK,
+    ProtocolError,
+    Sender,
+    client_handshake,
+)
 
 
 def image_ids(docker, images):
@@ -122,57 +141,53 @@ def image_ids(docker, images):
 
 
 def send(module, docker, p):
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    def open_stream():  # one `docker save` per receiver, chunk by chunk: nothing held in memory
+        return docker.api.request("GET", "/images/get?" + urlencode([("names", i) for i in p["images"]]),
+                                  timeout=p["timeout"])
+    sender = Sender(p["address"], p["port"], p["token"], p["peers"], p["timeout"], open_stream)
     try:
-        srv.bind((p["address"], p["port"]))
+        sender.listen()
     except socket.error as exc:
         module.fail_json(msg="cannot listen on %s:%d for the image transfer: %s (is the port in use? "
                              "set engine_image_transfer_port)" % (p["address"], p["port"], exc))
-    srv.listen(16)
-    srv.settimeout(p["timeout"])
-    served, total, started, skipped = 0, 0, time.time(), 0
-    while served < p["peers"]:
-        try:
-            conn, peer = srv.accept()
-        except socket.timeout:
-            module.fail_json(msg="only %d of %d hosts fetched the image within %d s"
-                                 % (served, p["peers"], p["timeout"]), bytes=total)
-        conn.settimeout(60)
-        hello = b""
-        while not hello.endswith(b"\n") and len(hello) < 4096:
-            part = conn.recv(4096)
-            if not part:
-                break
-            hello += part
-        try:
-            req = json.loads(hello.decode("utf-8"))
-        except ValueError:
-            req = {}
-        if req.get("token") != p["token"]:
-            conn.close()  # not one of ours: not counted
+    started = time.time()
+    all_served = sender.serve()
+    res = dict(bytes=sender.bytes, seconds=round(time.time() - started, 1), ids=image_ids(docker, p["images"]),
+               skipped=sender.skipped == sender.served, refused=["%s: %s" % r for r in sender.refused],
+               failed=["%s: %s" % f for f in sender.failed])
+    if not all_served:
+        module.fail_json(msg="only %d of %d hosts fetched the image within %d s%s" % (
+            sender.served, p["peers"], p["timeout"],
+            "; broke off: " + "; ".join(res["failed"]) if res["failed"] else ""), **res)
+    module.exit_json(changed=False, **res)
+
+
+def put_back(docker, wrong, before_ids):
+    """Remove the images that loaded with the wrong content, and give each reference back the
+    image it named before the load (if any). What was done, in words."""
+    done = []
+    for ref in wrong:
+        rc, out, err = docker.run(["rmi", ref])
+        if rc != 0:
+            done.append("could not remove %s (%s)" % (ref, (err or out).strip()[-200:]))
             continue
-        served += 1
-        if req.get("skip"):
-            skipped += 1
-            conn.close()
-            continue
-        # chunk by chunk: a slow receiver throttles the save, nothing is held in memory
+        done.append("removed %s" % ref)
+        old = before_ids.get(ref)
+        if old:
+            rc, out, err = docker.run(["tag", old, ref])
+            done.append("%s names its previous image again" % ref if rc == 0 else
+                        "could not tag the previous image as %s (%s)" % (ref, (err or out).strip()[-200:]))
+    return done
+
+
+def connect(module, p, deadline):
+    while True:
         try:
-            resp = docker.api.request("GET", "/images/get?" + urlencode([("names", i) for i in p["images"]]),
-                                      timeout=p["timeout"])
-            for chunk in iter(lambda: resp.read(CHUNK), b""):
-                conn.sendall(chunk)
-                total += len(chunk)
-        except DockerError as exc:
-            module.fail_json(msg="docker save of %s failed: %s" % (", ".join(p["images"]), exc), bytes=total)
+            return socket.create_connection((p["address"], p["port"]), timeout=5)
         except socket.error as exc:
-            module.fail_json(msg="the transfer to %s broke off: %s" % (peer[0], exc), bytes=total)
-        finally:
-            conn.close()
-    srv.close()
-    module.exit_json(changed=False, bytes=total, seconds=round(time.time() - started, 1),
-                     ids=image_ids(docker, p["images"]), skipped=skipped == served)
+            if time.time() > deadline:
+                module.fail_json(msg="cannot reach the image sender at %s:%d: %s" % (p["address"], p["port"], exc))
+            time.sleep(0.2)
 
 
 def receive(module, docker, p):
@@ -182,21 +197,18 @@ def receive(module, docker, p):
         module.exit_json(changed=not have, bytes=0, seconds=0.0, ids=before, skipped=have)
     deadline = time.time() + p["timeout"]
     started = time.time()
-    while True:
-        try:
-            conn = socket.create_connection((p["address"], p["port"]), timeout=5)
-            break
-        except socket.error as exc:
-            if time.time() > deadline:
-                module.fail_json(msg="cannot reach the image sender at %s:%d: %s"
-                                     % (p["address"], p["port"], exc))
-            time.sleep(0.2)
-    conn.sendall((json.dumps({"token": p["token"], "skip": have}) + "\n").encode("utf-8"))
-    if have:
+    conn = connect(module, p, deadline)
+    try:
+        streams = client_handshake(conn, p["token"], have)
+    except (ProtocolError, socket.error) as exc:
+        conn.close()
+        module.fail_json(msg="the image sender at %s:%d: %s" % (p["address"], p["port"], exc))
+    if not streams:
         conn.close()
         module.exit_json(changed=False, bytes=0, seconds=0.0, ids=before, skipped=True)
     conn.settimeout(p["timeout"])
     counted = [0]
+    before_ids = dict((i, docker.image_id(i)) for i in p["images"])
 
     def stream():
         for chunk in iter(lambda: conn.recv(CHUNK), b""):
@@ -215,13 +227,14 @@ def receive(module, docker, p):
         conn.close()
     if '"error"' in out:
         module.fail_json(msg="docker load failed after %d bytes: %s" % (counted[0], out[-500:]))
-    total = counted[0]
     after = image_ids(docker, p["images"])
-    wrong = ["%s is %s, expected %s" % (i, after.get(i), p["expect_ids"].get(i)) for i in p["images"]
-             if p["expect_ids"].get(i) and after.get(i) != p["expect_ids"][i]]
+    wrong = [i for i in p["images"] if p["expect_ids"].get(i) and after.get(i) != p["expect_ids"][i]]
     if wrong:
-        module.fail_json(msg="the loaded image differs from the sender's: %s" % "; ".join(wrong), ids=after)
-    module.exit_json(changed=True, bytes=total, seconds=round(time.time() - started, 1), ids=after,
+        undone = put_back(docker, wrong, before_ids)
+        module.fail_json(msg="the loaded image differs from the sender's: %s. Not kept: %s" % (
+            "; ".join("%s is %s, expected %s" % (i, after.get(i), p["expect_ids"][i]) for i in wrong),
+            "; ".join(undone)), ids=image_ids(docker, p["images"]))
+    module.exit_json(changed=True, bytes=counted[0], seconds=round(time.time() - started, 1), ids=after,
                      skipped=False)
 
 

@@ -2,7 +2,10 @@
 real vLLM / SGLang release trees; every bad input stops the deploy before anything is stopped."""
 import json
 import re
+import socket
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -224,17 +227,72 @@ def test_a_long_pull_shows_progress_at_the_default_verbosity(lab):
     assert ssh(HOSTS[1], "ls /tmp/.sparkops-pull-* 2>/dev/null").out.strip() == ""  # progress file gone
 
 
+def bad_transfer_clients(answers, stop):
+    """As soon as the head's image sender listens (192.168.77.11:29876), three clients that are
+    not receivers: one that connects and says nothing, one that sends an HTTP request line, one
+    that answers the challenge with a wrong proof. What each was answered goes into `answers`."""
+    def talk(name, first=None, prove=False):
+        try:
+            conn = socket.create_connection(("192.168.77.11", 29876), timeout=30)
+            data = b""
+            if first is not None:
+                conn.sendall(first)
+            if prove:
+                hello = conn.makefile("rb").readline()  # the challenge
+                data += hello
+                conn.sendall(b'{"cnonce": "%s", "mac": "%s", "skip": false}\n' % (b"0" * 64, b"f" * 64))
+            while True:
+                part = conn.recv(4096)
+                if not part:
+                    break
+                data += part
+            answers[name] = data.decode("utf-8", "replace")
+        except OSError as exc:
+            answers[name] = "error: %s" % exc
+    while not stop.is_set():
+        try:
+            socket.create_connection(("192.168.77.11", 29876), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.02)
+    threads = [threading.Thread(target=talk, args=("silent",)),
+               threading.Thread(target=talk, args=("malformed", b"GET / HTTP/1.0\r\n\r\n")),
+               threading.Thread(target=talk, args=("wrong proof", None, True))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+
+
+@pytest.mark.fault(
+    fault="clients that are not receivers reach the image sender during a transfer",
+    inject="from the controller, while the head serves the image: a silent client, an HTTP request line, "
+           "a wrong proof of the token",
+    message="each answered 'refused: ...' (said nothing within 10 s / not JSON / did not prove it holds the "
+            "transfer's token) and dropped",
+    left="spark2 holds the head's image (same id), fetched over the fabric; nothing from the registry")
 def test_distribute_over_the_fabric(lab):
     """The head pulls and probes; spark2 gets the selected image over the fabric, same id; the
-    registry serves nothing to spark2."""
+    registry serves nothing to spark2; clients that are not receivers are refused meanwhile."""
     image = REG + "lab-vllm:0.17.0"
     for ip in HOSTS:
         ssh(ip, "docker rm -f sparkops-model-server sparkops-ray-head sparkops-ray-worker >/dev/null 2>&1; "
                 "docker rmi -f %s >/dev/null 2>&1; true" % image)
     log = "/var/lib/sparkops-lab/registry.log"
     offset = len(open(log, "rb").read())
-    res = probe_play("-e", json.dumps({"sparkops_engine_candidates": [image], "engine_image_distribute": "fabric"}))
+    answers, stop = {}, threading.Event()
+    intruders = threading.Thread(target=bad_transfer_clients, args=(answers, stop))
+    intruders.start()
+    try:
+        res = probe_play("-e", json.dumps({"sparkops_engine_candidates": [image], "engine_image_distribute": "fabric"}))
+    finally:
+        stop.set()
+        intruders.join(90)
     assert res.returncode == 0, res.out[-3000:]
+    assert set(answers) == {"silent", "malformed", "wrong proof"}, answers
+    assert '"refused: said nothing within 10 s"' in answers["silent"], answers
+    assert '"refused: sent a line that is not JSON"' in answers["malformed"], answers
+    assert '"refused: did not prove it holds the transfer\'s token"' in answers["wrong proof"], answers
     with open(log, "rb") as f:
         f.seek(offset)
         fetched_by = set(line.split()[0] for line in f.read().decode().splitlines() if "/blobs/" in line)
