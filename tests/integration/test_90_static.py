@@ -57,3 +57,20 @@ def test_fault_catalogue_is_generated_from_the_tests():
     with open(os.path.join(ROOT, "docs", "faults.md")) as f:
         assert f.read() == fault_catalogue.render(entries), "docs/faults.md is out of date: make faults-doc"
     assert sum(e["params"] for e in entries) >= 25, [e["test"] for e in entries]
+
+
+def test_the_execution_environment_renders_a_build_context(tmp_path):
+    """ansible-builder renders execution-environment.yml into a build context whose collections
+    are the ones galaxy.yml depends on, in the same ranges, with ansible-core in the tested range."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    ctx = tmp_path / "context"
+    res = run([os.path.join(BIN, "ansible-builder"), "create", "-f", os.path.join(ROOT, "execution-environment.yml"),
+               "-c", str(ctx)])
+    assert res.returncode == 0, res.out
+    build = (ctx / "Dockerfile").read_text()
+    assert 'ARG PYCMD="/usr/bin/python3.11"' in build and "ansible-core>=2.17,<2.20" in build
+    wanted = yaml.safe_load((ctx / "_build" / "requirements.yml").read_text())["collections"]
+    with open(os.path.join(ROOT, "galaxy.yml")) as f:
+        depends = yaml.safe_load(f)["dependencies"]
+    assert dict((c["name"], c["version"]) for c in wanted) == depends
+    assert "openssh-clients" in (ctx / "_build" / "bindep.txt").read_text()
