@@ -20,7 +20,7 @@ import re
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import host_platform, same_platform
 
 # bump when what a static probe returns changes: cached results of older probes are ignored
-PROBE_VERSION = 3
+PROBE_VERSION = 4
 
 ENGINES = ("sglang", "vllm")  # an SGLang image may carry vLLM as a library: SGLang wins
 VERSION_PACKAGES = {
@@ -345,6 +345,12 @@ def static_facts(fs, config):
                 facts.update(archs)
     torch_pkg = package_dir(fs, "torch", dists.get("torch"), sites)[0] if "torch" in dists else None
     versions["cuda"] = cuda_version(fs, torch_pkg, env)
+    # links met on the way that the probe refused to follow (a crafted or broken image)
+    outside, loops = sorted(getattr(fs, "outside", ())), sorted(getattr(fs, "loops", ()))
+    if outside:
+        errors.append("symbolic links that point outside the image, read as absent: %s" % "; ".join(outside[:5]))
+    if loops:
+        errors.append("symbolic-link loops, read as absent: %s" % ", ".join(loops[:5]))
     return facts
 
 

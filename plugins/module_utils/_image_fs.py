@@ -33,6 +33,19 @@ def _abs(path):
     return "/" + "/".join(_parts(path))
 
 
+def _climbs_out(depth, target):
+    """Whether a relative link `target`, in a directory `depth` levels below the root, goes
+    above the root on its way (more `..` than directories to climb)."""
+    for seg in target.split("/"):
+        if seg == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif seg not in ("", "."):
+            depth += 1
+    return False
+
+
 class _GlobMixin(object):
     def glob(self, pattern):
         """Paths matching pattern, component by component (no `**`)."""
@@ -58,12 +71,14 @@ class LayerFS(_GlobMixin):
     Every path is walked component by component with lstat: a symbolic link in the image is
     followed inside the image (an absolute target from the image's root, `..` never above it),
     never by the host, so no link - however deep, or looping - makes the probe read a file of the
-    host it runs on as root. Paths that loop are noted in `loops` and read as absent.
+    host it runs on as root. Paths that loop are noted in `loops`, relative links that climb
+    above the image's root in `outside`; both read as absent.
     """
 
     def __init__(self, layers):
         self.layers = [d for d in layers if d]
         self.loops = set()
+        self.outside = set()  # "link -> target" of relative links that climb above the image's root
 
     @staticmethod
     def _opaque(path):
@@ -122,6 +137,11 @@ class LayerFS(_GlobMixin):
                     self.loops.add(_abs("/".join(done + [part])))
                     return None
                 target = os.readlink(real)
+                if not target.startswith("/") and _climbs_out(len(done), target):
+                    # the kernel would stop at the root; a link that needs to go above it was
+                    # made for another root (the host's): it points outside the image
+                    self.outside.add("%s -> %s" % (_abs("/".join(done + [part])), target))
+                    return None
                 todo = _parts("/".join(([] if target.startswith("/") else done) + [target])) + todo
                 done = []
                 continue

@@ -69,3 +69,25 @@ def test_a_loop_reads_as_absent_and_is_noted(image):
     assert fs.read_text("/loop1") is None and not fs.exists("/loop1/x")
     assert fs.loops and all(p in ("/loop1", "/loop2") for p in fs.loops)
     assert MAX_LINKS >= 40
+
+
+def test_a_link_that_climbs_above_the_root_points_outside_the_image(image):
+    fs, secret = image
+    assert fs.read_text("/usr/lib/climb") is None
+    assert fs.outside == {"/usr/lib/climb -> ../../../../../../../../..%s" % secret}
+    # a link that climbs and stays inside is a link like any other
+    os.symlink("../lib/python3/site.py", os.path.join(fs.layers[1], "usr", "bin", "sitelink"))
+    assert fs.read_text("/usr/bin/sitelink") == "# site\n" and len(fs.outside) == 1
+
+
+def test_the_probe_names_links_outside_the_image_and_loops(image):
+    """static_facts over the crafted image: no engine (it has none), and the links it refused."""
+    from ansible_collections.sparkops.inference.plugins.module_utils._engine import static_facts
+    fs, secret = image
+    for path in ("/usr/lib/climb", "/loop1"):
+        fs.read_text(path)
+    facts = static_facts(fs, {"Env": ["PATH=/usr/bin"]})
+    text = " ".join(facts["errors"])
+    assert "symbolic links that point outside the image, read as absent: /usr/lib/climb -> " in text
+    assert "symbolic-link loops, read as absent: /loop" in text
+    assert "HOST SECRET" not in text
