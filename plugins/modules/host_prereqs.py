@@ -35,7 +35,7 @@ options:
     type: bool
     default: true
   require_iptables:
-    description: Whether C(iptables) and C(iptables-restore) must be on E(PATH) (the opt-in firewall is on).
+    description: Whether C(iptables), C(ip6tables) and their C(-restore) must be on E(PATH) (the opt-in firewall is on).
     type: bool
     default: false
     version_added: 0.2.0
@@ -138,7 +138,8 @@ def main():
             info["docker"] = parsed
     info["timeout"] = module.get_bin_path("timeout")
     if module.params["require_iptables"]:
-        info["iptables"] = [t for t in ("iptables", "iptables-restore") if not module.get_bin_path(t)]
+        info["iptables"] = [t for t in ("iptables", "iptables-restore", "ip6tables", "ip6tables-restore")
+                            if not module.get_bin_path(t)]
     info["path"] = os.environ.get("PATH", "")
     hook = module.get_bin_path("nvidia-container-runtime-hook")
     runtimes = (info["docker"] or {}).get("runtimes", [])

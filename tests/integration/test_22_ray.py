@@ -244,32 +244,53 @@ def test_worker_that_cannot_reach_the_head_is_named(cluster):
 
 
 def test_opt_in_firewall_admits_ray_ports_only_from_cluster_hosts(cluster):
+    """Every port the collection opens (Ray's, the engine's, the transfer's, the preflight's,
+    SGLang's), IPv4 and IPv6, admitted only from loopback and the cluster hosts (fabric and
+    management addresses); the engine's also from the listed clients; the jump kept first in
+    INPUT; all of it removed by teardown."""
     import socket
 
-    def reachable(address):
+    def reachable(address, port=6379):
         try:
-            socket.create_connection((address, 6379), timeout=2).close()
+            socket.create_connection((address, port), timeout=2).close()
             return True
         except OSError:
             return False
 
+    def rules(cmd="iptables", chain="SPARKOPS-RAY"):
+        return run(["ip", "netns", "exec", "spark1", cmd, "-w", "-S"] + ([chain] if chain else [])).out
+
     try:
         res = deploy("-e", "ray_cluster_firewall=true")
         assert res.returncode == 0, res.out[-3000:]
-        rules = run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-S", "SPARKOPS-RAY"]).out
-        assert "-A SPARKOPS-RAY -s 192.168.77.12/32 -j RETURN" in rules
-        assert "--dports 6379:6385,8265,10001:10999 -j DROP" in rules
-        # the controller (10.77.0.1) is no cluster host: dropped, on both of the head's addresses
-        assert not reachable("10.77.0.11") and not reachable("192.168.77.11")
+        v4 = rules()
+        assert "-A SPARKOPS-RAY -s 192.168.77.12/32 -j RETURN" in v4 and "-A SPARKOPS-RAY -s 10.77.0.12/32 -j RETURN" in v4
+        assert "-A SPARKOPS-RAY -i lo -j RETURN" in v4
+        assert "--dports 6379:6385,8265,10001:10999,8000,29876,29511,20000 -j DROP" in v4
+        v6 = rules("ip6tables")
+        assert "-A SPARKOPS-RAY -i lo -j RETURN" in v6 and "--dports 6379:6385,8265,10001:10999,8000,29876,29511,20000 -j DROP" in v6
+        assert [l for l in rules("ip6tables", None).splitlines() if l.startswith("-A INPUT")][0] == "-A INPUT -j SPARKOPS-RAY"
+        # the controller (10.77.0.1) is no cluster host: dropped, on both of the head's addresses, Ray and engine
+        assert not reachable("10.77.0.11") and not reachable("192.168.77.11") and not reachable("10.77.0.11", 8000)
         # a cluster host gets through over the fabric
         assert ssh(SPARK2, "timeout 3 bash -c '</dev/tcp/192.168.77.11/6379'").returncode == 0
         assert ray_status().count(" node_") == 2
         res = deploy("-e", "ray_cluster_firewall=true")  # nothing to change
         assert all("changed=0" in l for l in res.out.splitlines() if l.startswith("spark")), res.out[-2000:]
+        # a rule put above the jump (by hand, by another tool) would decide first: the jump goes back on top
+        assert run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-I", "INPUT", "1", "-s", "203.0.113.9/32",
+                    "-j", "ACCEPT"]).returncode == 0
+        res = deploy("-e", json.dumps({"ray_cluster_firewall": True, "ray_cluster_firewall_engine_clients": ["10.77.0.1"]}))
+        assert res.returncode == 0, res.out[-3000:]
+        head = [l for l in rules(chain=None).splitlines() if l.startswith("-A INPUT")]
+        assert head[:2] == ["-A INPUT -j SPARKOPS-RAY", "-A INPUT -s 203.0.113.9/32 -j ACCEPT"], head
+        # a listed client reaches the engine, and nothing else
+        assert reachable("10.77.0.11", 8000) and not reachable("10.77.0.11")
     finally:
+        run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-D", "INPUT", "-s", "203.0.113.9/32", "-j", "ACCEPT"])
         res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "ray_cluster_firewall=true")
     assert res.returncode == 0, res.out[-3000:]
-    assert "SPARKOPS-RAY" not in run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-S"]).out
+    assert "SPARKOPS-RAY" not in rules(chain=None) and "SPARKOPS-RAY" not in rules("ip6tables", None)
     assert reachable("10.77.0.11") is False  # nothing listens now: refused, not dropped
     res = deploy()
     assert res.returncode == 0, res.out[-3000:]

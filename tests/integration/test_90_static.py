@@ -74,3 +74,19 @@ def test_the_execution_environment_renders_a_build_context(tmp_path):
         depends = yaml.safe_load(f)["dependencies"]
     assert dict((c["name"], c["version"]) for c in wanted) == depends
     assert "openssh-clients" in (ctx / "_build" / "bindep.txt").read_text()
+
+
+def test_the_firewall_covers_the_ports_the_other_roles_open():
+    """The firewall's chain lives in ray_cluster and names the other roles' ports with fallbacks
+    (a role's defaults are its own): each fallback is that role's default."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, "roles", "ray_cluster", "tasks", "firewall_vars.yml")) as f:
+        text = f.read()
+    for role, var in (("model_server", "model_server_port"), ("engine_image", "engine_image_transfer_port"),
+                      ("fabric", "fabric_preflight_port")):
+        with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as f:
+            default = yaml.safe_load(f)[var]
+        assert "%s | default(%d)" % (var, default) in text, var
+    with open(os.path.join(ROOT, "plugins", "module_utils", "_containers.py")) as f:
+        dist = re.search(r"^SGLANG_DIST_PORT = (\d+)$", f.read(), re.M).group(1)
+    assert text.rstrip().endswith(",%s" % dist) or (",%s\n" % dist) in text
