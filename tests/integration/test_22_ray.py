@@ -257,6 +257,16 @@ def test_opt_in_firewall_admits_ray_ports_only_from_cluster_hosts(cluster):
         except OSError:
             return False
 
+    def dropped(address, port):
+        """Nothing answers at all (the chain drops it), where a closed port would refuse."""
+        try:
+            socket.create_connection((address, port), timeout=2).close()
+            return False
+        except socket.timeout:
+            return True
+        except OSError:
+            return False
+
     def rules(cmd="iptables", chain="SPARKOPS-RAY"):
         return run(["ip", "netns", "exec", "spark1", cmd, "-w", "-S"] + ([chain] if chain else [])).out
 
@@ -275,6 +285,20 @@ def test_opt_in_firewall_admits_ray_ports_only_from_cluster_hosts(cluster):
         # a cluster host gets through over the fabric
         assert ssh(SPARK2, "timeout 3 bash -c '</dev/tcp/192.168.77.11/6379'").returncode == 0
         assert ray_status().count(" node_") == 2
+        # the ports where nothing of ours listens between deploys: a listener on each on the head
+        # shows the chain drops the controller (a timeout, not a refusal) and admits spark2
+        ports = (8265, 10990, 29876, 29511, 20000)
+        listener = ssh(SPARK1, "nohup python3 -c 'import socket, time\nsocks = []\nfor p in %s:\n"
+                               "    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                               "    s.bind((\"0.0.0.0\", p)); s.listen(8); socks.append(s)\ntime.sleep(120)' "
+                               ">/dev/null 2>&1 & echo $!" % (ports,)).out.strip()
+        try:
+            time.sleep(1)
+            for port in ports:
+                assert dropped("10.77.0.11", port), port
+                assert ssh(SPARK2, "timeout 3 bash -c '</dev/tcp/192.168.77.11/%d'" % port).returncode == 0, port
+        finally:
+            ssh(SPARK1, "kill %s" % listener)
         res = deploy("-e", "ray_cluster_firewall=true")  # nothing to change
         assert all("changed=0" in l for l in res.out.splitlines() if l.startswith("spark")), res.out[-2000:]
         # a rule put above the jump (by hand, by another tool) would decide first: the jump goes back on top
