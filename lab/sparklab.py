@@ -182,6 +182,21 @@ def save_state(state):
     os.replace(tmp, STATE_FILE)
 
 
+def alive_after_all(pid):
+    """A second look at a pid that seemed gone: while a process execs (nsenter becoming unshare)
+    its /proc cmdline reads empty for a moment. Dead is a zombie, or gone, twice 0.5 s apart."""
+    for dummy in range(2):
+        time.sleep(0.5)
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X") and pid_alive(pid):
+            return True
+    return False
+
+
 def pid_alive(pid):
     if not pid:
         return False
@@ -952,7 +967,7 @@ def wait_hosts(names, state, timeout=60):
     while pending:
         for name in sorted(pending):
             h = state["hosts"][name]
-            if not pid_alive(h["pid"]):
+            if not pid_alive(h["pid"]) and not alive_after_all(h["pid"]):
                 raise LabError("simulated host %s died while starting; its console:\n%s"
                                % (name, tail(os.path.join(h["dir"], "console.log"))))
             if port_open(h["mgmt"], 22) and docker_ready(name):
