@@ -305,10 +305,10 @@ def wait_served(module, docker, base):
         # code still there) or a higher restart count is an exit too
         if not state.get("Running") or state.get("Restarting") or count > restarts:
             exited = exit_code(docker, p["container"], state)
-            module.fail_json(msg="the engine exited during start (container %s, exit code %s%s) on %s. "
+            module.fail_json(msg="the engine exited during start (container %s, exit code %s) on %s%s. "
                                  "Its last log lines:\n%s" % (
-                                     p["container"], exited,
-                                     "; Docker restarted it %d time(s)" % count if count > restarts else "", host,
+                                     p["container"], exited, host,
+                                     "; Docker restarted it %d time(s)" % count if count > restarts else "",
                                      logs(docker, p)),
                              endpoint=base)
         code, text = http("GET", base + "/health")

@@ -128,3 +128,44 @@ def test_where_a_check_reaches_the_engine():
     assert serve_check.started_with(None, "--host") is None
     assert [serve_check.connect_address(a) for a in ("0.0.0.0", "::", "10.77.0.11", "fd00::5", None)] == [
         "127.0.0.1", "[::1]", "10.77.0.11", "[fd00::5]", "127.0.0.1"]
+
+
+class Failed(Exception):
+    pass
+
+
+class StartingModule(FakeModule):
+    def __init__(self, **params):
+        FakeModule.__init__(self)
+        self.params = dict({"container": "sparkops-model-server", "timeout": 30, "log_lines": 5,
+                            "served_model_name": "m"}, **params)
+
+    def fail_json(self, msg, **kwargs):
+        raise Failed(msg)
+
+
+class RestartingEngine(object):
+    """What `docker inspect` shows of an engine with restart policy unless-stopped that exits 7
+    at once: running (count 0), then restarting with the exit code kept, count grown."""
+
+    def __init__(self):
+        self.states = [({"Running": True, "Restarting": False, "ExitCode": 0}, 0),
+                       ({"Running": True, "Restarting": True, "ExitCode": 7}, 4)]
+
+    def container(self, name):
+        state, count = self.states[0] if len(self.states) == 1 else self.states.pop(0)
+        return {"State": state, "RestartCount": count}
+
+    def logs(self, name, lines):
+        return ["CUDA out of memory (pretend)"] * 2
+
+
+def test_an_engine_docker_restarts_is_named_with_its_exit_code_and_restarts(monkeypatch):
+    monkeypatch.setattr(serve_check, "SECRETS", [])
+    monkeypatch.setattr(serve_check.time, "sleep", lambda s: None)
+    with pytest.raises(Failed) as err:
+        # nothing listens on port 9 (discard) of loopback here: /health is refused
+        serve_check.wait_served(StartingModule(), RestartingEngine(), "http://127.0.0.1:9")
+    msg = str(err.value)
+    assert msg.startswith("the engine exited during start (container sparkops-model-server, exit code 7) on ")
+    assert "; Docker restarted it 4 time(s). Its last log lines:\nCUDA out of memory (pretend)" in msg
