@@ -1,6 +1,8 @@
 """After molecule's destroy (lab down): nothing of the lab is left on the machine."""
 import os
+import shutil
 import subprocess
+import tempfile
 
 from conftest import LAB, run
 
@@ -21,9 +23,17 @@ def test_down_leaves_nothing_behind():
 
 
 def test_lab_needs_root_and_says_so():
-    # Debian's python3: the one on PATH may live under /root, which uid 65534 cannot read
-    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                          "/usr/bin/python3", LAB[1], "up"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    # uid 65534 may not read the checkout (a clone under /root, which is 0700) nor the python3 on
+    # PATH (pyenv under /root): a readable copy of the lab script, run by Debian's python3 from /
+    where = tempfile.mkdtemp(prefix="sparklab-nobody-")
+    try:
+        os.chmod(where, 0o755)
+        script = shutil.copy(LAB[1], os.path.join(where, "sparklab.py"))
+        os.chmod(script, 0o644)
+        res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              "/usr/bin/python3", script, "up"], cwd="/",
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    finally:
+        shutil.rmtree(where)
     assert res.returncode != 0
-    assert "the lab needs root" in res.stdout and "found uid 65534" in res.stdout
+    assert "the lab needs root" in res.stdout and "found uid 65534" in res.stdout, res.stdout
