@@ -11,7 +11,7 @@ HOSTS ?= 2
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections:$(HOME)/.ansible/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity molecule faults-doc clean
+.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity matrix molecule faults-doc clean
 
 setup: deps venv
 
@@ -54,6 +54,9 @@ lint: venv
 
 sanity: venv
 	tests/ansible-test.sh sanity
+
+matrix:  ## unit tests and sanity on the oldest and newest ansible-core (tests/controller-matrix.txt)
+	tests/controller-matrix.sh
 
 molecule: setup
 	$(BIN)/molecule test

@@ -4,7 +4,7 @@
 # Usage: tests/ansible-test.sh sanity|units [ansible-test args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build="$root/build/ansible-test"
+build="${ANSIBLE_TEST_BUILD:-$root/build/ansible-test}"
 dest="$build/ansible_collections/sparkops/inference"
 python=${PYTHON:-python3}
 pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')

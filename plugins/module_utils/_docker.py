@@ -300,7 +300,8 @@ class Docker(object):
         progress); stderr is collected. Returns rc, out, err."""
         argv = self.timeout_argv(seconds, kill_after) + list(args)
         env = dict(os.environ, **C_LOCALE)
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        # run_command() hands over the output only at the end; a pull's progress needs each line
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,  # pylint: disable=ansible-bad-function
                                 universal_newlines=True, bufsize=1)
         lines = []
         for line in iter(proc.stdout.readline, ""):

@@ -77,6 +77,8 @@ STATIC_CHECKS = {
     "lint": ([os.path.join(BIN, "ansible-lint"), "--nocolor"], 1200),
     "sanity": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "sanity"], 1800),
     "units": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "units", "--venv", "--requirements"], 1200),
+    # unit tests and sanity on the oldest and newest supported ansible-core (tests/controller-matrix.txt)
+    "matrix": ([os.path.join(ROOT, "tests", "controller-matrix.sh")], 2400),
 }
 STATIC_RESULTS = {}
 _STATIC_THREAD = []

@@ -28,6 +28,25 @@ def test_ansible_test_units():
     assert " passed" in res.out
 
 
+def test_units_and_sanity_on_the_controller_matrix():
+    res = static_check("matrix")
+    assert res.returncode == 0, res.out[-6000:]
+    with open(os.path.join(ROOT, "tests", "controller-matrix.txt")) as f:
+        matrix = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    assert len(matrix) >= 2
+    for name, core, python in matrix:
+        assert "== %s: ansible-core %s on Python %s" % (name, core, python) in res.out
+    # each run's unit tests passed (pytest's summary once per matrix line)
+    assert len(re.findall(r"^\d+ passed in ", res.out, re.M)) == len(matrix), res.out[-3000:]
+    with open(os.path.join(ROOT, "meta", "runtime.yml")) as f:
+        oldest = re.search(r'requires_ansible: ">=([0-9.]+)', f.read()).group(1)
+    assert matrix[0][1].startswith(oldest.rsplit(".", 1)[0] + "."), "the oldest tested is what meta/runtime.yml requires"
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    for dummy, core, python in matrix:
+        assert core in readme and python in readme, "the README states the tested range"
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_ansible_doc_renders(module):
     res = run([os.path.join(BIN, "ansible-doc"), "sparkops.inference." + module])

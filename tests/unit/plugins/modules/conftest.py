@@ -1,12 +1,16 @@
 # Modules run in their own process on the target, where ansible-core is not "the controller".
 # Tests of controller plugins (filters) in the same pytest process import controller code, which
-# flips ansible.module_utils._internal.is_controller and sends module warnings to the display
-# instead of the module result: keep module tests in the module context.
+# (ansible-core 2.19 and newer) flips ansible.module_utils._internal.is_controller and sends module
+# warnings to the display instead of the module result: keep module tests in the module context.
 import pytest
 
-from ansible.module_utils import _internal
+try:
+    from ansible.module_utils import _internal
+except ImportError:  # ansible-core < 2.19 has no such switch
+    _internal = None
 
 
 @pytest.fixture(autouse=True)
 def module_context(monkeypatch):
-    monkeypatch.setattr(_internal, "is_controller", False)
+    if _internal is not None:
+        monkeypatch.setattr(_internal, "is_controller", False)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.sparkops.inference.tests.unit.compat import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import cluster_lock
 
 

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.sparkops.inference.tests.unit.compat import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import gpu_facts
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.sparkops.inference.tests.unit.compat import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import host_files
 
 CANARY = "sk-canary-host-files-41"
