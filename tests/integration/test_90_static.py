@@ -2,6 +2,7 @@
 ran in the background beside the lab tests (conftest.static_check)."""
 import os
 import re
+import shutil
 
 import pytest
 
@@ -64,6 +65,50 @@ def test_role_argument_specs_render():
 def test_changelog_fragments_lint():
     res = run([os.path.join(BIN, "antsibull-changelog"), "lint"])
     assert res.returncode == 0 and res.out.strip() == "", res.out
+
+
+def test_the_release_in_galaxy_yml_has_its_changelog():
+    """galaxy.yml's version is the newest release of changelogs/changelog.yaml, and CHANGELOG.rst
+    is what antsibull-changelog generates from it (generated again here, into a copy)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, "galaxy.yml")) as f:
+        version = yaml.safe_load(f)["version"]
+    with open(os.path.join(ROOT, "changelogs", "changelog.yaml")) as f:
+        releases = yaml.safe_load(f)["releases"]
+    newest = max(releases, key=lambda v: [int(p) for p in v.split(".")])
+    assert newest == version, "galaxy.yml says %s, the newest release in the changelog is %s" % (version, newest)
+    assert releases[version]["changes"].get("release_summary")
+    with open(os.path.join(ROOT, "CHANGELOG.rst")) as f:
+        committed = f.read()
+    assert "\nv%s\n%s\n" % (version, "=" * (len(version) + 1)) in committed
+    copy = os.path.join(ROOT, "build", "changelog-check")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(os.path.join(ROOT, "changelogs"), os.path.join(copy, "changelogs"),
+                    ignore=shutil.ignore_patterns(".plugin-cache.yaml"))
+    shutil.copy(os.path.join(ROOT, "galaxy.yml"), copy)
+    res = run([os.path.join(BIN, "antsibull-changelog"), "generate"], cwd=copy)
+    assert res.returncode == 0, res.out
+    with open(os.path.join(copy, "CHANGELOG.rst")) as f:
+        assert f.read() == committed, "CHANGELOG.rst differs from what antsibull-changelog generate writes"
+    shutil.rmtree(copy)
+
+
+def test_the_readme_front_matter_lists_what_the_collection_holds():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    heads = [l for l in readme.splitlines() if l.startswith("## ")]
+    for wanted in ("## The two commands", "## Tested versions", "## Requirements", "## Included content",
+                   "## Using the collection", "## Release notes and licensing"):
+        assert wanted in heads, wanted
+    assert heads[0] == "## The two commands" and "make lab" in readme.split("## Tested versions")[0]
+    content = readme.split("## Included content")[1].split("\n## ")[0]
+    listed = set(re.findall(r"`([a-z_.]+)`", content))
+    roles = os.listdir(os.path.join(ROOT, "roles"))
+    plays = [f[:-4] for f in os.listdir(os.path.join(ROOT, "playbooks")) if f.endswith(".yml") and f != "targets.yml"]
+    actions = [f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "action")) if f.endswith(".py")]
+    missing = [m for m in MODULES + roles + actions if m not in listed]
+    missing += ["sparkops.inference." + p for p in plays if "sparkops.inference." + p not in listed]
+    assert not missing, "README's Included content lacks %s" % missing
 
 
 def test_fault_catalogue_is_generated_from_the_tests():
