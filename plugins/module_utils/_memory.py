@@ -242,3 +242,21 @@ def still_holding(gpu_facts):
         where = (c.get("name") or c["id"][:12]) if c else "the host"
         out.append("pid %d %s (%s MiB, in %s)" % (p["pid"], p.get("name"), p.get("used_mib"), where))
     return out
+
+
+def holders_diff(entries, host, record_file, stopping=True):
+    """Ansible's diff of a stop (or, stopping=False, a restore): each holder's line before and
+    after, as `--diff` prints it for the host; None when nothing changes."""
+    if not entries:
+        return None
+    label = {"container": "container", "systemd_unit": "systemd unit"}
+
+    def lines(state):
+        return "".join("%s %s: %s\n" % (label.get(e["kind"], e["kind"]), e["name"], state)
+                       for e in entries)
+    if stopping:
+        before, after = lines("running"), lines("stopped (recorded in %s)" % record_file)
+    else:
+        before, after = lines("stopped (recorded in %s)" % record_file), lines("running")
+    return {"before_header": "%s: what holds GPU memory" % host, "after_header": "%s: after this run" % host,
+            "before": before, "after": after}

@@ -120,7 +120,9 @@ attributes:
   check_mode:
     support: full
   diff_mode:
-    support: none
+    support: full
+    details: What would be stopped (C(state=freed)) or started again (C(state=restored)), one line per
+      container or systemd unit, before and after.
   facts:
     support: full
   idempotent:
@@ -225,6 +227,7 @@ ansible_facts:
 
 import json
 import os
+import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -241,6 +244,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory import 
     drop_from_record,
     in_record,
     free_mib,
+    holders_diff,
     load_record,
     own_gpu_mib,
     new_record,
@@ -383,6 +387,12 @@ def write_record(module, path, record):
                              "stopped until it can be written)" % (path, exc))
 
 
+def diff_of(module, entries, record_file, stopping):
+    """{"diff": ...} for exit_json when --diff was asked and something changes, else {}."""
+    diff = holders_diff(entries, socket.gethostname(), record_file, stopping) if module._diff else None
+    return {"diff": diff} if diff else {}
+
+
 def gpu_facts(module):
     try:
         facts, dummy, pid_cgroups = read_gpu_facts(module, module.params["nvidia_smi_path"],
@@ -421,7 +431,8 @@ def freed(module, host):
         result["record"] = (record or {}).get("stopped", [])
         result["after"] = before
         result["seconds"] = round(time.time() - t0, 1)
-        module.exit_json(changed=bool(holders), ansible_facts={"sparkops_gpu_memory": result})
+        module.exit_json(changed=bool(holders), ansible_facts={"sparkops_gpu_memory": result},
+                         **diff_of(module, holders, p["state_file"], True))
 
     record = record or new_record(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     stopped, errors = [], []
@@ -471,7 +482,8 @@ def freed(module, host):
                    "no GPU process is left: the memory is held elsewhere (page cache: drop_caches; "
                    "other services: list them)"),
             ansible_facts={"sparkops_gpu_memory": result})
-    module.exit_json(changed=bool(stopped), ansible_facts={"sparkops_gpu_memory": result})
+    module.exit_json(changed=bool(stopped), ansible_facts={"sparkops_gpu_memory": result},
+                     **diff_of(module, stopped, p["state_file"], True))
 
 
 def restored(module, host):
@@ -489,7 +501,8 @@ def restored(module, host):
     result = {"restored": todo, "record": record["stopped"], "holders": [], "notes": notes,
               "gone": gone}
     if module.check_mode:
-        module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result})
+        module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result},
+                         **diff_of(module, todo, p["state_file"], False))
     errors = []
     for entry in todo:
         err = host.start(entry)
@@ -501,7 +514,8 @@ def restored(module, host):
                          ansible_facts={"sparkops_gpu_memory": result})
     os.rename(p["state_file"], p["state_file"] + ".restored")
     result["seconds"] = round(time.time() - t0, 1)
-    module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result})
+    module.exit_json(changed=bool(todo), ansible_facts={"sparkops_gpu_memory": result},
+                     **diff_of(module, todo, p["state_file"], False))
 
 
 def recorded(module, host):

@@ -21,6 +21,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory import 
     add_to_record,
     free_mib,
     gpu_mib_by_container,
+    holders_diff,
     load_record,
     new_record,
     parse_systemctl_show,
@@ -194,3 +195,17 @@ def test_boot_hold_keeps_what_brings_a_holder_back_at_boot():
     assert release_argv(u, "docker", "systemctl") == ["systemctl", "enable", "ollama.service"]
     assert parse_systemctl_show("Id=a.service\nLoadState=loaded\nUnitFileState=enabled\n")["enabled"] is True
     assert parse_systemctl_show("Id=a.service\nLoadState=loaded\nUnitFileState=disabled\n")["enabled"] is False
+
+
+def test_the_diff_of_a_stop_and_of_a_restore_names_each_holder():
+    entries = [{"kind": "container", "name": "old-vllm"}, {"kind": "systemd_unit", "name": "embed.service"}]
+    diff = holders_diff(entries, "spark1", "/var/lib/sparkops/gpu_memory_stopped.json")
+    assert diff["before"] == "container old-vllm: running\nsystemd unit embed.service: running\n"
+    assert diff["after"] == ("container old-vllm: stopped (recorded in /var/lib/sparkops/gpu_memory_stopped.json)\n"
+                             "systemd unit embed.service: stopped (recorded in "
+                             "/var/lib/sparkops/gpu_memory_stopped.json)\n")
+    assert diff["before_header"].startswith("spark1: ")
+    back = holders_diff(entries[:1], "spark1", "/r.json", stopping=False)
+    assert (back["before"], back["after"]) == ("container old-vllm: stopped (recorded in /r.json)\n",
+                                               "container old-vllm: running\n")
+    assert holders_diff([], "spark1", "/r.json") is None
