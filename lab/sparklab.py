@@ -723,16 +723,46 @@ def layer_engine(engine, version, how):
         return tar_layer(tmp, key)
 
 
-def layer_files(name, files):
-    """A small layer of files {image path: (text, mode)}."""
-    key = recipe_key("files", name, sorted(files.items()))
+def layer_files(name, files, links=None):
+    """A small layer of files {image path: (text, mode)} and symbolic links {image path: target}."""
+    links = links or {}
+    key = recipe_key("files", name, sorted(files.items()), *(["links"] + sorted(links.items()) if links else []))
     meta = cached_layer(key)
     if meta:
         return meta
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         for path, (text, mode) in files.items():
             write(os.path.join(tmp, path.lstrip("/")), text, mode)
+        for path, target in links.items():
+            where = os.path.join(tmp, path.lstrip("/"))
+            os.makedirs(os.path.dirname(where), exist_ok=True)
+            os.symlink(target, where)
         return tar_layer(tmp, key)
+
+
+# A crafted SGLang image for the static probe: a model file that is a link to a host path the
+# image lacks (absolute), one that climbs above the image's root (relative), one at /etc/shadow,
+# and a loop. The host holds HOST_ONLY_MODEL (the lab test writes it): were any link followed on
+# the host, the probe would find its EntryClass and call the model native.
+HOST_ONLY_MODEL = "/etc/sparkops-lab/host-only/qwen3_5.py"
+
+
+def layer_crafted_links():
+    site = "/" + SITE
+    models = site + "/sglang/srt/models/"
+    return layer_files("crafted-links", {
+        site + "/sglang-0.5.10.dist-info/METADATA": ("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.10\n", 0o644),
+        site + "/sglang/__init__.py": ("", 0o644),
+        site + "/sglang/srt/__init__.py": ("", 0o644),
+        models + "llama.py": ("class LlamaForCausalLM:\n    pass\n\n\nEntryClass = LlamaForCausalLM\n", 0o644),
+        "/etc/sparkops-lab-crafted": ("A LAB TEST IMAGE: crafted symbolic links for the static probe.\n", 0o644),
+    }, links={
+        models + "qwen3_5.py": HOST_ONLY_MODEL,
+        models + "qwen3_5_climb.py": "../" * 12 + HOST_ONLY_MODEL.lstrip("/"),
+        models + "shadow.py": "/etc/shadow",
+        models + "loop_a.py": "loop_b.py",
+        models + "loop_b.py": "loop_a.py",
+    })
 
 
 def layer_model_server():
@@ -819,6 +849,10 @@ def build_images():
     images["no_python"] = push_image("sparkops/lab-nopython", "1", [layer_files("nopython", {
         "/etc/os-release": ("NAME=\"sparkops lab image without python\"\n", 0o644)})],
         {"sparkops.lab": "true"})[0]
+    images["crafted_links"] = push_image("sparkops/lab-crafted-links", "1", [base, layer_crafted_links()], {
+        "org.opencontainers.image.title": "sparkops lab test image: SGLang model files that are links to host "
+                                          "paths, above the image's root, at /etc/shadow, and a loop",
+        "sparkops.lab": "true"})[0]
     log("%d images ready in %.1f s (%s ...)" % (len(images), time.time() - t0, ref))
     return images
 

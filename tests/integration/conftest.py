@@ -40,6 +40,18 @@ def playbook(*args, **kw):
     return run([os.path.join(BIN, "ansible-playbook")] + list(args), **kw)
 
 
+def flat(text):
+    """Output with its line breaks and runs of spaces as single spaces (messages wrap)."""
+    return " ".join(text.split())
+
+
+def still_serves():
+    """The lab's engine answers on the head: /health 200 and the served name."""
+    health = ssh("10.77.0.11", "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
+    models = ssh("10.77.0.11", "curl -s -m 5 http://10.77.0.11:8000/v1/models").out
+    return health == "200" and '"id": "qwen3.5-lab"' in models
+
+
 LAB_HOSTS = ("10.77.0.11", "10.77.0.12")
 STOPPED_RECORD = "/var/lib/sparkops/gpu_memory_stopped.json"
 

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import LAB, ROOT, playbook, run, ssh
+from conftest import LAB, ROOT, playbook, run, ssh, still_serves
 
 
 def inventory(tmp_path, text):
@@ -67,6 +67,45 @@ def test_deploy_check_mode(lab, tmp_path):
     assert res.returncode == 0, res.out[-3000:]
     # a dry run writes no report (latest.json stays the last real deploy's)
     assert list(tmp_path.iterdir()) == []
+
+
+def task_section(out, title):
+    """What the play printed under the task whose title holds `title` (its results and diffs)."""
+    parts = [p for p in out.split("TASK [")[1:] if title in p.split("\n", 1)[0]]
+    assert parts, "no task %r ran" % title
+    return "\n".join(parts)
+
+
+def containers(ip):
+    return sorted(ssh(ip, "docker ps --no-trunc --format '{{.ID}} {{.Names}}'").out.split("\n"))
+
+
+def test_check_diff_shows_each_host_what_would_change_and_writes_nothing(lab, tmp_path):
+    """On a serving cluster, a changed fabric variable under --check --diff: each host's env file
+    diff, the Ray containers and the engine that would be recreated; afterwards nothing differs."""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    before = {ip: containers(ip) for ip in ("10.77.0.11", "10.77.0.12")}
+    env_before = {ip: ssh(ip, "cat /etc/sparkops/fabric.env").out for ip in before}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "--check", "--diff", "-e",
+                   json.dumps({"fabric_env_extra": {"SPARKOPS_DIFF_CANARY": "1"}}),
+                   env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
+    assert res.returncode == 0, res.out[-3000:]
+    env_file = task_section(res.out, "Write the environment file every container reads")
+    assert "changed: [spark1]" in env_file and "changed: [spark2]" in env_file, env_file
+    assert env_file.count("+SPARKOPS_DIFF_CANARY=1") == 2, env_file
+    assert env_file.count("--- before: /etc/sparkops/fabric.env") == 2, env_file
+    ray = task_section(res.out, "Start the Ray head and the Ray workers")
+    assert "changed: [spark1]" in ray and "changed: [spark2]" in ray, ray
+    assert "sparkops.env-sha256" in ray, ray  # docker_container's diff: the env file's hash label
+    engine = task_section(res.out, "ray_cluster : Keep what serves")
+    assert "changed: [spark1]" in engine, engine  # the engine would be kept aside, then replaced
+    # nothing was written: env files, containers and the report directory as they were
+    assert list(tmp_path.iterdir()) == []
+    for ip in before:
+        assert ssh(ip, "cat /etc/sparkops/fabric.env").out == env_before[ip]
+        assert containers(ip) == before[ip]
+    assert still_serves()
 
 
 LAB_HOSTS = """

@@ -35,9 +35,15 @@ def nvidia_smi_mib(ip):
 
 
 def test_check_mode_reports_and_stops_nothing(old_model):
-    res = memory_play("--check")
+    res = memory_play("--check", "--diff")
     assert res.returncode == 0, res.out[-3000:]
     assert "would stop old-vllm, embeddings-embed-1 (43008 MiB of GPU memory)" in res.out
+    # --diff: per host, each holder running before and stopped after
+    for host in ("spark1", "spark2"):
+        assert "--- before: %s: what holds GPU memory\n+++ after: %s: after this run\n" % (host, host) in res.out
+    assert res.out.count("-container old-vllm: running\n") == 2, res.out[-3000:]
+    assert res.out.count("+container old-vllm: stopped (recorded in %s)\n" % RECORD) == 2
+    assert res.out.count("+container embeddings-embed-1: stopped (recorded in %s)\n" % RECORD) == 2
     for ip in HOSTS:
         assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
         assert ssh(ip, "test -e %s" % RECORD).returncode != 0

@@ -1,8 +1,14 @@
-"""The preflight role reused in a user's own playbook (no any_errors_fatal there)."""
+"""The roles reused as users do: in their own plays (no any_errors_fatal there), from the built
+tarball with a foreign inventory and a fresh controller home."""
 import os
+import re
 import shutil
+import tarfile
+import tempfile
 
-from conftest import playbook
+import pytest
+
+from conftest import BIN, ROOT, flat, playbook, run, still_serves
 
 
 def test_role_in_own_play_names_unreachable_hosts(lab, tmp_path):
@@ -41,21 +47,63 @@ def foreign_inventory(tmp_path, cluster_group="gpu_nodes"):
     return str(inv)
 
 
-def test_a_foreign_inventory_names_its_groups_once_in_group_vars(lab, tmp_path):
-    inv = foreign_inventory(tmp_path)
-    res = playbook("deploy.yml", "-i", inv, env={"SPARKOPS_REPORT_DIR": str(tmp_path / "reports")})
-    assert res.returncode == 0, res.out[-3000:]
-    assert "sparkops deploy: SERVED" in " ".join(res.out.split())
-    recap = dict((l.split()[0], l) for l in res.out.splitlines() if " : ok=" in l)
-    assert set(recap) >= {"spark1", "spark2"}
-    # the host outside the cluster (10.77.0.99 answers nothing) was never contacted: the first
-    # play's run_once tasks may run in its name, on the controller
-    assert "UNREACHABLE" not in res.out and all("unreachable=0" in l for l in recap.values()), recap
-    assert "TASK [sparkops.inference.preflight" in res.out and "[printer]" not in res.out.split("PLAY [Deploy")[1].split("PLAY RECAP")[0]
-    res = playbook("playbooks/status.yml", "-i", inv)
-    assert res.returncode == 0, res.out[-3000:]
-    assert "2 node(s) alive" in res.out
-    assert "printer" not in res.out.split("PLAY [Status")[1].split("PLAY RECAP")[0]
+def built_tarball(where):
+    """The collection as Galaxy would ship it: `ansible-galaxy collection build` of the checkout."""
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(where), ROOT])
+    assert res.returncode == 0, res.out
+    with open(os.path.join(ROOT, "galaxy.yml")) as f:
+        version = re.search(r"^version: (\S+)", f.read(), re.M).group(1)
+    tarball = os.path.join(str(where), "sparkops-inference-%s.tar.gz" % version)
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+    for wanted in ("MANIFEST.json", "CHANGELOG.rst", "meta/runtime.yml", "playbooks/deploy.yml",
+                   "plugins/modules/serve_check.py", "roles/model_server/tasks/main.yml", "docs/faults.md"):
+        assert wanted in names, wanted
+    lab_only = ("lab/", "bench/", "molecule/", "build/", "tests/integration/", "inventories/lab/", ".ci/",
+                ".venv/", ".collections/", "Makefile", "ansible.cfg")
+    assert not [n for n in names if n.startswith(lab_only) or "__pycache__" in n], \
+        [n for n in names if n.startswith(lab_only)][:10]
+    return tarball
+
+
+def test_the_tarball_deploys_from_a_foreign_inventory_without_the_project_and_a_fresh_home(lab, tmp_path):
+    """As a new user: the built tarball installed into a fresh collections path, run from a
+    directory with no ansible.cfg (so no pipelining, no forks setting), a foreign inventory, a
+    controller home that has never seen the cluster; a second run changes nothing."""
+    colls = tmp_path / "collections"
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(colls),
+               built_tarball(tmp_path / "dist")])
+    assert res.returncode == 0, res.out
+    work = tmp_path / "work"
+    work.mkdir()
+    inv = foreign_inventory(work)
+    home = tempfile.mkdtemp(prefix="h", dir="/tmp")  # short: ssh's ControlPath lives under it
+    # community.docker comes from the `ansible` package's site-packages (collections_scan_sys_path)
+    env = {"HOME": home, "ANSIBLE_COLLECTIONS_PATH": str(colls), "ANSIBLE_CONFIG": "",
+           "SPARKOPS_REPORT_DIR": str(tmp_path / "reports")}
+    try:
+        res = playbook("sparkops.inference.deploy", "-i", inv, env=env, cwd=str(work))
+        assert res.returncode == 0, res.out[-3000:]
+        assert "sparkops deploy: SERVED" in " ".join(res.out.split())
+        version = playbook("--version", env=env, cwd=str(work)).out
+        assert "config file = None" in version and "ansible collection location = %s" % colls in version, version
+        recap = dict((l.split()[0], l) for l in res.out.splitlines() if " : ok=" in l)
+        assert set(recap) >= {"spark1", "spark2"}
+        # the host outside the cluster (10.77.0.99 answers nothing) was never contacted: the first
+        # play's run_once tasks may run in its name, on the controller
+        assert "UNREACHABLE" not in res.out and all("unreachable=0" in l for l in recap.values()), recap
+        assert "TASK [sparkops.inference.preflight" in res.out
+        assert "[printer]" not in res.out.split("PLAY [Deploy")[1].split("PLAY RECAP")[0]
+        again = playbook("sparkops.inference.deploy", "-i", inv, env=env, cwd=str(work))
+        assert again.returncode == 0, again.out[-3000:]
+        recap = [l for l in again.out.splitlines() if " : ok=" in l and l.split()[0] in ("spark1", "spark2")]
+        assert len(recap) == 2 and all(" changed=0 " in l for l in recap), recap
+        res = playbook("sparkops.inference.status", "-i", inv, env=env, cwd=str(work))
+        assert res.returncode == 0, res.out[-3000:]
+        assert "2 node(s) alive" in res.out
+        assert "printer" not in res.out.split("PLAY [Status")[1].split("PLAY RECAP")[0]
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_a_cluster_group_that_names_no_host_fails_naming_the_variable(lab, tmp_path):
@@ -86,3 +134,51 @@ def test_the_cluster_keeps_the_inventory_order_of_its_hosts(tmp_path):
         res = playbook(str(play), "-i", str(inv), "--forks", "8")
         assert res.returncode == 0, res.out[-2000:]
         assert "ORDER %s" % ",".join(names) in res.out, res.out[-2000:]
+
+
+def own_play(tmp_path, inv):
+    """The user's own play: their group, no keyword of ours, the role that wraps the deploy."""
+    play = tmp_path / "site.yml"
+    play.write_text("- name: Our inference hosts\n  hosts: gpu_nodes\n  gather_facts: false\n"
+                    "  roles:\n    - sparkops.inference.deploy\n")
+    return playbook(str(play), "-i", inv, env={"SPARKOPS_REPORT_DIR": str(tmp_path / "reports")})
+
+
+@pytest.mark.fault(
+    fault="a host fails preflight in the user's own play (no any_errors_fatal in it)",
+    inject="preflight_min_free_disk_gib 100000 for spark2 only, the role sparkops.inference.deploy in a play of ours",
+    message="spark2: 'only N GiB free under /var/lib/docker: expected at least 100000 GiB'; nothing after preflight runs on spark1",
+    left='whatever ran before, untouched')
+def test_in_a_play_of_their_own_one_host_failing_preflight_stops_every_host(lab, tmp_path):
+    inv = foreign_inventory(tmp_path)
+    host_vars = tmp_path / "inv" / "host_vars"
+    host_vars.mkdir()
+    (host_vars / "spark2.yml").write_text("preflight_min_free_disk_gib: 100000\n")
+    res = own_play(tmp_path, inv)
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "fatal: [spark2]" in out, out[-2000:]
+    assert "expected at least 100000 GiB for the engine images (preflight_min_free_disk_gib)" in out, out[-2000:]
+    # any_errors_fatal of the role's block: spark1 went no further either
+    assert "TASK [sparkops.inference.sparkops : Take the cluster's lock" not in res.out
+    assert "TASK [sparkops.inference.engine_image" not in res.out
+
+
+@pytest.mark.fault(
+    fault="the new engine exits during start in the user's own play",
+    inject="an engine that exits 7, the role sparkops.inference.deploy in a play of ours on a serving cluster",
+    message="'the engine exited during start (container sparkops-model-server, exit code 7) on spark1', 'Rolled back'",
+    left='the engine that served before, serving again')
+def test_in_a_play_of_their_own_a_failed_engine_is_rolled_back(lab, tmp_path):
+    inv = foreign_inventory(tmp_path)
+    res = own_play(tmp_path, inv)
+    assert res.returncode == 0, res.out[-3000:]
+    assert "sparkops deploy: SERVED" in flat(res.out) and still_serves()
+    (tmp_path / "inv" / "group_vars" / "all" / "fault.yml").write_text(
+        "model_server_executable: [python3, -c, 'import sys; sys.exit(7)']\n")
+    res = own_play(tmp_path, inv)
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
+    assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
+    assert still_serves()

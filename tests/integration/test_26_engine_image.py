@@ -105,6 +105,44 @@ def test_probe_module_static_runtime_cached(lab):
     assert "is built for linux/arm64/v8 and this host is linux/amd64" in flat(" ".join(arm["errors"]))
 
 
+HOST_ONLY_MODEL = "/etc/sparkops-lab/host-only/qwen3_5.py"  # lab/sparklab.py: layer_crafted_links()
+
+
+@pytest.mark.fault(
+    fault='a crafted image whose model files are symbolic links at host files, above its root, in a loop',
+    inject="lab-crafted-links:1 (SGLang layout): qwen3_5.py -> /etc/sparkops-lab/host-only/qwen3_5.py (the "
+           "host has it, the image not), qwen3_5_climb.py -> ../ x12 then that path, shadow.py -> /etc/shadow, "
+           "loop_a.py <-> loop_b.py",
+    message="'symbolic links that point outside the image, read as absent: ...qwen3_5_climb.py -> ../..', "
+            "'symbolic-link loops, read as absent: ...loop_a.py'",
+    left="the host's files unread: the model the host-only file declares is not found (unsupported)")
+def test_a_crafted_image_never_makes_the_static_probe_read_host_files(lab):
+    canary = "host-only canary 5d1e"
+    model = 'class %s:\n    """%s"""\n\n\nEntryClass = %s\n' % (QWEN35, canary, QWEN35)
+    assert ssh(HOSTS[0], "mkdir -p %s && cat > %s <<'EOF'\n%sEOF\ndocker pull -q %slab-crafted-links:1 >/dev/null"
+               % (HOST_ONLY_MODEL.rsplit("/", 1)[0], HOST_ONLY_MODEL, model, REG)).returncode == 0
+    try:
+        assert "EntryClass = Qwen3_5MoeForConditionalGeneration" in ssh(HOSTS[0], "cat " + HOST_ONLY_MODEL).out
+        for reader in ("auto", "export"):  # the layers in place (overlay2), and the export stream
+            res = run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m", "sparkops.inference.engine_probe",
+                       "-a", json.dumps({"image": REG + "lab-crafted-links:1", "method": "static", "cache_file": "",
+                                         "static_reader": reader,
+                                         "architectures": [QWEN35, "LlamaForCausalLM"]})],
+                      env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
+            assert canary not in res.out, reader
+            found = json.loads(res.out[res.out.index("{"):])["plays"][0]["tasks"][0]["hosts"]["spark1"]
+            assert found["engine"] == "sglang" and found["versions"]["engine"] == "0.5.10", (reader, found)
+            # the image's own model file is read; the one only the host has is not
+            assert found["architectures"] == {QWEN35: "unsupported", "LlamaForCausalLM": "native"}, (reader, found)
+            errors = " | ".join(found["errors"])
+            models = "/usr/local/lib/python3.11/dist-packages/sglang/srt/models/"
+            assert "symbolic links that point outside the image, read as absent: %sqwen3_5_climb.py -> ../../" \
+                % models in errors, (reader, errors)
+            assert "symbolic-link loops, read as absent: %sloop_" % models in errors, (reader, errors)
+    finally:
+        ssh(HOSTS[0], "rm -rf %s" % HOST_ONLY_MODEL.rsplit("/", 1)[0])
+
+
 @pytest.mark.fault(
     fault='no candidate image can serve the model',
     inject='candidates: an engine too old for the architecture, one without Ray, one without an engine',

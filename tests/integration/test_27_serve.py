@@ -4,25 +4,14 @@ import socket
 
 import pytest
 
-from conftest import playbook, ssh
+from conftest import flat, playbook, ssh, still_serves
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 MODEL = "/opt/models/lab-qwen3.5-tiny"
 
 
-def flat(text):
-    return " ".join(text.split())
-
-
 def deploy(*extra):
     return playbook("deploy.yml", "-i", "inventories/lab", *extra)
-
-
-def still_serves():
-    """The engine that served before answers on the head: /health 200 and the served name."""
-    health = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
-    models = ssh(SPARK1, "curl -s -m 5 http://10.77.0.11:8000/v1/models").out
-    return health == "200" and '"id": "qwen3.5-lab"' in models
 
 
 def ours(ip):

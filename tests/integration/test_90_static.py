@@ -111,6 +111,26 @@ def test_the_readme_front_matter_lists_what_the_collection_holds():
     assert not missing, "README's Included content lacks %s" % missing
 
 
+def test_the_roles_name_the_secret_files_the_containers_mount():
+    """The engine reads its secrets at the paths plugins/module_utils/_secrets.py names; the roles
+    write and remove them by name: every name there is one of those, and teardown removes all."""
+    with open(os.path.join(ROOT, "plugins", "module_utils", "_secrets.py")) as f:
+        constants = dict(re.findall(r'^(\w+_FILE) = "([^"]+)"', f.read(), re.M))
+    known = {constants["API_KEY_FILE"], constants["SGLANG_CONFIG_FILE"], constants["HF_TOKEN_FILE"]}
+    used = {}
+    for where in ("roles", "playbooks"):
+        for dirpath, dummy, files in os.walk(os.path.join(ROOT, where)):
+            for name in files:
+                if name.endswith(".yml"):
+                    with open(os.path.join(dirpath, name)) as f:
+                        for found in re.findall(r"sparkops_secrets_dir \}\}/([\w.-]+)|sparkops_secrets_dir ~ '/([\w.-]+)'",
+                                                f.read()):
+                            used.setdefault("".join(found), set()).add(os.path.relpath(os.path.join(dirpath, name), ROOT))
+    assert set(used) - known == set(), used
+    assert {n for n, files in used.items() if "roles/model_server/tasks/teardown.yml" in files} == known
+    assert {n for n, files in used.items() if "roles/model_server/tasks/main.yml" in files} == known
+
+
 def test_fault_catalogue_is_generated_from_the_tests():
     """docs/faults.md is what tests/fault_catalogue.py writes from the fault markers, and holds
     at least the 25 lab fault cases of "Nothing lost"."""
