@@ -20,7 +20,7 @@ import re
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import host_platform, same_platform
 
 # bump when what a static probe returns changes: cached results of older probes are ignored
-PROBE_VERSION = 4
+PROBE_VERSION = 5  # 5: the export reader names links outside the image and loops too
 
 ENGINES = ("sglang", "vllm")  # an SGLang image may carry vLLM as a library: SGLang wins
 VERSION_PACKAGES = {

@@ -224,6 +224,7 @@ class TarFS(_GlobMixin):
 
     def __init__(self, tar):
         self.files, self.dirs, self.links = {}, {"/": set()}, {}
+        self.loops, self.outside = set(), set()  # as LayerFS's
         for member in tar:
             name = _abs(member.name)
             self._add_parents(name)
@@ -246,20 +247,31 @@ class TarFS(_GlobMixin):
             self.dirs.setdefault(parent, set()).add(posixpath.basename(child))
             child = parent
 
-    def _follow(self, path, depth=0):
-        path = _abs(path)
-        parts = _parts(path)
-        for i in range(1, len(parts) + 1):
-            prefix = "/" + "/".join(parts[:i])
-            if prefix in self.links and depth < 8:
-                target = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), self.links[prefix]))
-                return self._follow(posixpath.join(target, *parts[i:]) if parts[i:] else target,
-                                    depth + 1)
-        return path
+    def _follow(self, path):
+        """The image path `path` names with its symbolic links followed inside the image, as
+        LayerFS does (loops and relative links above the root noted, None for them)."""
+        todo, done, links = _parts(path), [], 0
+        while todo:
+            part = todo.pop(0)
+            here = "/" + "/".join(done + [part])
+            if here in self.links:
+                links += 1
+                if links > MAX_LINKS:
+                    self.loops.add(here)
+                    return None
+                target = self.links[here]
+                if not target.startswith("/") and _climbs_out(len(done), target):
+                    self.outside.add("%s -> %s" % (here, target))
+                    return None
+                todo = _parts("/".join(([] if target.startswith("/") else done) + [target])) + todo
+                done = []
+                continue
+            done.append(part)
+        return _abs("/".join(done))
 
     def exists(self, path):
         p = self._follow(path)
-        return p in self.files or p in self.dirs or _abs(path) in self.links
+        return p is not None and (p in self.files or p in self.dirs)
 
     def isdir(self, path):
         return self._follow(path) in self.dirs

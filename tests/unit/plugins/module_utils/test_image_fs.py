@@ -1,20 +1,41 @@
 # -*- coding: utf-8 -*-
-"""LayerFS follows an image's symbolic links inside the image, never on the host: a crafted
-image (links deeper than any fixed depth, links at host paths, a loop, a link that climbs with
-`..`) never makes the probe - root on the host - read or list the host's files."""
+"""LayerFS (the layers in place) and TarFS (the export stream) follow an image's symbolic links
+inside the image, never on the host: a crafted image (links deeper than any fixed depth, links at
+host paths, a loop, a link that climbs with `..`) never makes the probe - root on the host - read
+or list the host's files; both name the loops and the links that climb out."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import io
 import os
+import re
+import tarfile
 
 import pytest
 
-from ansible_collections.sparkops.inference.plugins.module_utils._image_fs import MAX_LINKS, LayerFS
+from ansible_collections.sparkops.inference.plugins.module_utils import _image_fs
+from ansible_collections.sparkops.inference.plugins.module_utils._image_fs import MAX_LINKS, LayerFS, TarFS
 
 
-@pytest.fixture
-def image(tmp_path):
+def as_tar(layers):
+    """TarFS over what `docker export` streams for these layers (lowest first, upper wins),
+    keeping every file's content (the probe keeps only the files it reads: _image_fs.KEEP)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for layer in reversed(layers):
+            tar.add(layer, arcname=".")
+    buf.seek(0)
+    keep, _image_fs.KEEP = _image_fs.KEEP, [re.compile(".*")]
+    try:
+        with tarfile.open(fileobj=buf, mode="r") as tar:
+            return TarFS(tar)
+    finally:
+        _image_fs.KEEP = keep
+
+
+@pytest.fixture(params=["layers", "export"])
+def image(tmp_path, request):
     """(layers, a host file and directory the image's links aim at)"""
     host = tmp_path / "host"
     (host / "secrets").mkdir(parents=True)
@@ -41,7 +62,8 @@ def image(tmp_path):
     os.symlink("../../../../../../../../.." + secret, str(lower / "usr" / "lib" / "climb"))
     os.symlink("/loop2", str(upper / "loop1"))
     os.symlink("/loop1", str(upper / "loop2"))
-    return LayerFS([str(upper), str(lower)]), secret
+    layers = [str(upper), str(lower)]
+    return (LayerFS(layers) if request.param == "layers" else as_tar(layers)), secret
 
 
 def test_links_are_followed_inside_the_image(image):
@@ -76,7 +98,10 @@ def test_a_link_that_climbs_above_the_root_points_outside_the_image(image):
     assert fs.read_text("/usr/lib/climb") is None
     assert fs.outside == {"/usr/lib/climb -> ../../../../../../../../..%s" % secret}
     # a link that climbs and stays inside is a link like any other
-    os.symlink("../lib/python3/site.py", os.path.join(fs.layers[1], "usr", "bin", "sitelink"))
+    if isinstance(fs, LayerFS):
+        os.symlink("../lib/python3/site.py", os.path.join(fs.layers[1], "usr", "bin", "sitelink"))
+    else:
+        fs.links["/usr/bin/sitelink"] = "../lib/python3/site.py"
     assert fs.read_text("/usr/bin/sitelink") == "# site\n" and len(fs.outside) == 1
 
 
