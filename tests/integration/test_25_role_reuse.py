@@ -1,5 +1,6 @@
 """The roles reused as users do: in their own plays (no any_errors_fatal there), from the built
 tarball with a foreign inventory and a fresh controller home."""
+import json
 import os
 import re
 import shutil
@@ -71,9 +72,6 @@ def test_the_tarball_deploys_from_a_foreign_inventory_without_the_project_and_a_
     directory with no ansible.cfg (so no pipelining, no forks setting), a foreign inventory, a
     controller home that has never seen the cluster; a second run changes nothing."""
     colls = tmp_path / "collections"
-    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(colls),
-               built_tarball(tmp_path / "dist")])
-    assert res.returncode == 0, res.out
     work = tmp_path / "work"
     work.mkdir()
     inv = foreign_inventory(work)
@@ -82,6 +80,10 @@ def test_the_tarball_deploys_from_a_foreign_inventory_without_the_project_and_a_
     env = {"HOME": home, "ANSIBLE_COLLECTIONS_PATH": str(colls), "ANSIBLE_CONFIG": "",
            "SPARKOPS_REPORT_DIR": str(tmp_path / "reports")}
     try:
+        res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(colls),
+                   built_tarball(tmp_path / "dist")], env=env, cwd=str(work))
+        assert res.returncode == 0, res.out
+        assert (colls / "ansible_collections" / "sparkops" / "inference" / "MANIFEST.json").is_file(), res.out
         res = playbook("sparkops.inference.deploy", "-i", inv, env=env, cwd=str(work))
         assert res.returncode == 0, res.out[-3000:]
         assert "sparkops deploy: SERVED" in " ".join(res.out.split())
@@ -136,18 +138,18 @@ def test_the_cluster_keeps_the_inventory_order_of_its_hosts(tmp_path):
         assert "ORDER %s" % ",".join(names) in res.out, res.out[-2000:]
 
 
-def own_play(tmp_path, inv):
+def own_play(tmp_path, inv, *extra):
     """The user's own play: their group, no keyword of ours, the role that wraps the deploy."""
     play = tmp_path / "site.yml"
     play.write_text("- name: Our inference hosts\n  hosts: gpu_nodes\n  gather_facts: false\n"
                     "  roles:\n    - sparkops.inference.deploy\n")
-    return playbook(str(play), "-i", inv, env={"SPARKOPS_REPORT_DIR": str(tmp_path / "reports")})
+    return playbook(str(play), "-i", inv, *extra, env={"SPARKOPS_REPORT_DIR": str(tmp_path / "reports")})
 
 
 @pytest.mark.fault(
     fault="a host fails preflight in the user's own play (no any_errors_fatal in it)",
     inject="preflight_min_free_disk_gib 100000 for spark2 only, the role sparkops.inference.deploy in a play of ours",
-    message="spark2: 'only N GiB free under /var/lib/docker: expected at least 100000 GiB'; nothing after preflight runs on spark1",
+    message="spark2: 'only N GiB free under /var/lib/docker: expected at least 100000.0 GiB'; nothing after preflight runs on spark1",
     left='whatever ran before, untouched')
 def test_in_a_play_of_their_own_one_host_failing_preflight_stops_every_host(lab, tmp_path):
     inv = foreign_inventory(tmp_path)
@@ -158,7 +160,7 @@ def test_in_a_play_of_their_own_one_host_failing_preflight_stops_every_host(lab,
     assert res.returncode != 0
     out = flat(res.out)
     assert "fatal: [spark2]" in out, out[-2000:]
-    assert "expected at least 100000 GiB for the engine images (preflight_min_free_disk_gib)" in out, out[-2000:]
+    assert "expected at least 100000.0 GiB for the engine images (preflight_min_free_disk_gib)" in out, out[-2000:]
     # any_errors_fatal of the role's block: spark1 went no further either
     assert "TASK [sparkops.inference.sparkops : Take the cluster's lock" not in res.out
     assert "TASK [sparkops.inference.engine_image" not in res.out
@@ -174,9 +176,7 @@ def test_in_a_play_of_their_own_a_failed_engine_is_rolled_back(lab, tmp_path):
     res = own_play(tmp_path, inv)
     assert res.returncode == 0, res.out[-3000:]
     assert "sparkops deploy: SERVED" in flat(res.out) and still_serves()
-    (tmp_path / "inv" / "group_vars" / "all" / "fault.yml").write_text(
-        "model_server_executable: [python3, -c, 'import sys; sys.exit(7)']\n")
-    res = own_play(tmp_path, inv)
+    res = own_play(tmp_path, inv, "-e", json.dumps({"model_server_executable": ["python3", "-c", "import sys; sys.exit(7)"]}))
     assert res.returncode != 0
     out = flat(res.out)
     assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
