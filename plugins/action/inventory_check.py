@@ -12,6 +12,7 @@ import os
 
 from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
     check_inventory,
+    outside_cluster,
     format_problems,
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._secrets import leaks, sources
@@ -30,6 +31,7 @@ class ActionModule(ControllerAction):
         require_candidates=dict(type="bool", default=True),
         secret_places=dict(type="dict", default={}),
         secret_sources=dict(type="list", elements="dict", default=[]),
+        play_hosts=dict(type="list", elements="str"),
     )
 
     def act(self, args, task_vars):
@@ -49,6 +51,9 @@ class ActionModule(ControllerAction):
             model_path=args["model_path"], candidates=args["candidates"],
             fabric_subnet=args["fabric_subnet"], require_model=args["require_model"],
             require_candidates=args["require_candidates"])
+        if args["play_hosts"] is not None:
+            problems += outside_cluster(args["play_hosts"], [plan["head"]] + plan["workers"], args["head_group"],
+                                        args["worker_group"])
         problems = problems + leaks(args["secret_places"])
         for src in args["secret_sources"]:
             path = os.path.expanduser(str(src.get("file") or ""))

@@ -31,6 +31,19 @@ def _net(value):
         return None
 
 
+def outside_cluster(play_hosts, cluster_hosts, head_group, worker_group):
+    """Problems for the hosts a play runs on that are neither the head nor a worker: every phase
+    would treat such a host as a worker (a Ray worker, an engine rank on it)."""
+    stray = [h for h in play_hosts or [] if h not in set(cluster_hosts)]
+    if not stray:
+        return []
+    return ["the play runs on %s, %s neither the head (sparkops_head_group: %s) nor a worker "
+            "(sparkops_worker_group: %s): run the deploy on the cluster's hosts only (its playbooks "
+            "do: sparkops_cluster_group), or put %s into one of those groups"
+            % (", ".join(stray), "which is" if len(stray) == 1 else "which are", head_group, worker_group,
+               "it" if len(stray) == 1 else "them")]
+
+
 def check_inventory(groups, hostvars, head_group="llm_head", worker_group="llm_workers",
                     head_host=None, worker_hosts=None, model_path=None, candidates=None,
                     fabric_subnet=None, require_model=True, require_candidates=True):

@@ -54,6 +54,12 @@ options:
     description: Whether O(candidates) must be set.
     type: bool
     default: true
+  play_hosts:
+    description:
+      - The hosts the play runs on (C(ansible_play_hosts_all)); each one that is neither the head
+        nor a worker is a problem (every phase would make it a worker). Not given, not checked.
+    type: list
+    elements: str
   secret_places:
     description:
       - Variables that must not hold a secret, by name - a list of arguments (an engine flag such

@@ -138,11 +138,11 @@ def test_the_cluster_keeps_the_inventory_order_of_its_hosts(tmp_path):
         assert "ORDER %s" % ",".join(names) in res.out, res.out[-2000:]
 
 
-def own_play(tmp_path, inv, *extra):
+def own_play(tmp_path, inv, *extra, hosts="gpu_nodes"):
     """The user's own play: their group, no keyword of ours, the role that wraps the deploy."""
     play = tmp_path / "site.yml"
-    play.write_text("- name: Our inference hosts\n  hosts: gpu_nodes\n  gather_facts: false\n"
-                    "  roles:\n    - sparkops.inference.deploy\n")
+    play.write_text("- name: Our inference hosts\n  hosts: %s\n  gather_facts: false\n"
+                    "  roles:\n    - sparkops.inference.deploy\n" % hosts)
     return playbook(str(play), "-i", inv, *extra, env={"SPARKOPS_REPORT_DIR": str(tmp_path / "reports")})
 
 
@@ -182,3 +182,18 @@ def test_in_a_play_of_their_own_a_failed_engine_is_rolled_back(lab, tmp_path):
     assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
     assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
     assert still_serves()
+
+
+@pytest.mark.fault(
+    fault="the user's own play runs the deploy role on a host that is neither head nor worker",
+    inject="the role sparkops.inference.deploy in a play on `all` of an inventory that also holds printer",
+    message="'the play runs on printer, which is neither the head (sparkops_head_group: inference_head) nor a worker'",
+    left='whatever ran before, untouched (printer never contacted)')
+def test_a_play_host_outside_the_cluster_is_refused_before_anything_runs(lab, tmp_path):
+    res = own_play(tmp_path, foreign_inventory(tmp_path), hosts="all")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the play runs on printer, which is neither the head (sparkops_head_group: inference_head) nor a " \
+           "worker (sparkops_worker_group: inference_workers)" in out, out[-2000:]
+    assert "UNREACHABLE" not in res.out  # printer (10.77.0.99 answers nothing) was never contacted
+    assert "TASK [sparkops.inference.preflight : Check this host's prerequisites" not in res.out

@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
     check_inventory,
+    outside_cluster,
     format_problems,
 )
 
@@ -104,3 +105,14 @@ def test_status_needs_neither_model_nor_candidates():
     problems, dummy = check({"llm_head": ["spark1"], "llm_workers": ["spark2"]}, model_path="",
                             candidates=[], require_model=False, require_candidates=False)
     assert problems == []
+
+
+def test_a_play_host_outside_the_head_and_worker_groups_is_named():
+    problems = outside_cluster(["spark1", "spark2", "printer"], ["spark1", "spark2"], "inference_head",
+                               "inference_workers")
+    assert problems == ["the play runs on printer, which is neither the head (sparkops_head_group: "
+                        "inference_head) nor a worker (sparkops_worker_group: inference_workers): run the "
+                        "deploy on the cluster's hosts only (its playbooks do: sparkops_cluster_group), or "
+                        "put it into one of those groups"]
+    assert "which are" in outside_cluster(["a", "b", "c"], ["a"], "h", "w")[0]
+    assert outside_cluster(["spark1"], ["spark1", "spark2"], "h", "w") == []  # --limit: fewer is fine
