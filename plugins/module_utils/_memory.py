@@ -260,3 +260,48 @@ def holders_diff(entries, host, record_file, stopping=True):
         before, after = lines("stopped (recorded in %s)" % record_file), lines("running")
     return {"before_header": "%s: what holds GPU memory" % host, "after_header": "%s: after this run" % host,
             "before": before, "after": after}
+
+
+# What an engine's own CUDA context takes on a GPU before it measures free memory (H200, CUDA 12:
+# 524-527 MiB, tests/unit/fixtures/h200-admission/).
+CUDA_CONTEXT_MIB = 512
+
+
+def engine_admission(gpu_facts, utilization, context_mib=CUDA_CONTEXT_MIB):
+    """Whether an engine started with `utilization` (vLLM's --gpu-memory-utilization) passes its
+    start-up check here, judged by what that check reads; a building block for admitting the
+    engine before it is started (not yet called by the roles).
+
+    vLLM fails when the free memory its process sees is below utilization x total. Unified memory
+    (GB10): the device's free is the host's MemFree and its total MemTotal ("Free memory on device
+    cuda:0 (36.75/121.63 GiB) on startup is less than desired GPU memory utilization (0.85, 103.38
+    GiB)"). Discrete GPUs, per GPU, as the captured H200 shows: the total the engine sees is
+    nvidia-smi's used + free (its total less what the driver reserves) and its free is nvidia-smi's
+    free less the engine's own CUDA context.
+
+    Returns {"ok", "wanted_mib", "free_mib", "total_mib", "reachable"} for the tightest GPU (or the
+    host's memory), reachable being the highest utilization (two decimals) that passes now.
+    """
+    if not 0 < utilization <= 1:
+        raise ValueError("the engine's memory utilization must be in (0, 1]; got %s" % utilization)
+    gpus = gpu_facts.get("gpus") or []
+    views = []
+    if not gpus or gpu_facts.get("unified_memory"):
+        mem = gpu_facts["host_memory"]
+        views.append((mem["free_mib"], mem["total_mib"]))
+    else:
+        for g in gpus:
+            used, free = g.get("memory_used_mib"), g.get("memory_free_mib")
+            if used is None or free is None:
+                continue
+            views.append((max(free - context_mib, 0), used + free))
+    if not views:
+        raise ValueError("no GPU reports its memory and no host memory is known")
+    best = None
+    for free, total in views:
+        wanted = utilization * total
+        view = {"ok": free >= wanted, "wanted_mib": int(round(wanted)), "free_mib": int(free),
+                "total_mib": int(total), "reachable": int(100.0 * free / total) / 100.0 if total else 0.0}
+        if best is None or view["reachable"] < best["reachable"]:
+            best = view
+    return best

@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 import pytest
 
@@ -20,6 +21,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory import 
     RecordError,
     add_to_record,
     free_mib,
+    engine_admission,
     gpu_mib_by_container,
     holders_diff,
     load_record,
@@ -209,3 +211,48 @@ def test_the_diff_of_a_stop_and_of_a_restore_names_each_holder():
     assert (back["before"], back["after"]) == ("container old-vllm: stopped (recorded in /r.json)\n",
                                                "container old-vllm: running\n")
     assert holders_diff([], "spark1", "/r.json") is None
+
+
+ADMISSION = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "h200-admission")
+
+
+def captured(state):
+    """gpu_facts' GPU shape from the captured nvidia-smi CSV, and what torch saw (MiB)."""
+    with open(os.path.join(ADMISSION, state, "query-gpu.csv")) as f:
+        gpus = [dict(zip(("index", "memory_total_mib", "memory_used_mib", "memory_free_mib"),
+                         [int(x) for x in line.split(",")])) for line in f if line.strip()]
+    with open(os.path.join(ADMISSION, state, "torch-mem-get-info.json")) as f:
+        seen = [dict((k, v / 1048576.0) for k, v in g.items()) for g in json.load(f)]
+    return {"gpus": gpus, "unified_memory": False}, seen
+
+
+@pytest.mark.parametrize("state", ["idle", "held-40g-gpu0"])
+def test_admission_on_a_discrete_gpu_judges_as_the_engine_s_own_check(state):
+    """vLLM's check compares torch.cuda.mem_get_info's free with utilization x its total; from
+    nvidia-smi's numbers alone the admission must decide the same, captured on an H200."""
+    facts, seen = captured(state)
+    view = engine_admission(facts, 0.5)
+    assert abs(view["total_mib"] - seen[0]["total"]) < 64, (view, seen)
+    assert abs(view["free_mib"] - seen[0]["free"]) < 64, (view, seen)
+    for util in (0.5, 0.7, 0.71, 0.75, 0.9, 0.99):
+        engine_starts = seen[0]["free"] >= util * seen[0]["total"]
+        assert engine_admission(facts, util)["ok"] == engine_starts, (state, util)
+
+
+def test_admission_names_the_reachable_utilization():
+    facts, dummy = captured("held-40g-gpu0")  # another process holds 40 GiB of GPU 0
+    view = engine_admission(facts, 0.9)
+    assert view["ok"] is False and view["reachable"] == 0.70 and view["wanted_mib"] == 128841
+
+
+def test_admission_on_unified_memory_reads_memfree_as_vllm_does():
+    # the figures of the failure Spark users see (../shared/REAL-WORLD.md): free 36.75 of 121.63 GiB
+    facts = {"gpus": [{"memory_total_mib": None, "memory_used_mib": None, "memory_free_mib": None}],
+             "unified_memory": True, "host_memory": {"total_mib": 124548, "free_mib": 37632}}
+    view = engine_admission(facts, 0.85)
+    assert view["ok"] is False
+    assert round(view["wanted_mib"] / 1024.0, 2) == 103.38  # vLLM's "desired ... (0.85, 103.38 GiB)"
+    assert view["reachable"] == 0.30
+    assert engine_admission(facts, 0.3)["ok"] is True
+    with pytest.raises(ValueError):
+        engine_admission(facts, 1.5)
