@@ -34,7 +34,8 @@ def _net(value):
 def outside_cluster(play_hosts, cluster_hosts, head_group, worker_group):
     """Problems for the hosts a play runs on that are neither the head nor a worker: every phase
     would treat such a host as a worker (a Ray worker, an engine rank on it)."""
-    stray = [h for h in play_hosts or [] if h not in set(cluster_hosts)]
+    cluster = set(cluster_hosts)
+    stray = [h for h in play_hosts or [] if h not in cluster]
     if not stray:
         return []
     return ["the play runs on %s, %s neither the head (sparkops_head_group: %s) nor a worker "

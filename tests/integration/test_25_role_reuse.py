@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, ROOT, flat, playbook, run, still_serves
+from conftest import BIN, LAB_HOSTS, ROOT, flat, playbook, run, ssh, still_serves
 
 
 def test_role_in_own_play_names_unreachable_hosts(lab, tmp_path):
@@ -138,6 +138,11 @@ def test_the_cluster_keeps_the_inventory_order_of_its_hosts(tmp_path):
         assert "ORDER %s" % ",".join(names) in res.out, res.out[-2000:]
 
 
+def running():
+    """The containers running on each lab host (what a refused play must leave as it was)."""
+    return dict((ip, sorted(ssh(ip, "docker ps --format '{{.Names}}'").out.split())) for ip in LAB_HOSTS)
+
+
 def own_play(tmp_path, inv, *extra, hosts="gpu_nodes"):
     """The user's own play: their group, no keyword of ours, the role that wraps the deploy."""
     play = tmp_path / "site.yml"
@@ -156,6 +161,7 @@ def test_in_a_play_of_their_own_one_host_failing_preflight_stops_every_host(lab,
     host_vars = tmp_path / "inv" / "host_vars"
     host_vars.mkdir()
     (host_vars / "spark2.yml").write_text("preflight_min_free_disk_gib: 100000\n")
+    before = running()
     res = own_play(tmp_path, inv)
     assert res.returncode != 0
     out = flat(res.out)
@@ -164,6 +170,7 @@ def test_in_a_play_of_their_own_one_host_failing_preflight_stops_every_host(lab,
     # any_errors_fatal of the role's block: spark1 went no further either
     assert "TASK [sparkops.inference.sparkops : Take the cluster's lock" not in res.out
     assert "TASK [sparkops.inference.engine_image" not in res.out
+    assert running() == before
 
 
 @pytest.mark.fault(
@@ -190,6 +197,7 @@ def test_in_a_play_of_their_own_a_failed_engine_is_rolled_back(lab, tmp_path):
     message="'the play runs on printer, which is neither the head (sparkops_head_group: inference_head) nor a worker'",
     left='whatever ran before, untouched (printer never contacted)')
 def test_a_play_host_outside_the_cluster_is_refused_before_anything_runs(lab, tmp_path):
+    before = running()
     res = own_play(tmp_path, foreign_inventory(tmp_path), hosts="all")
     assert res.returncode != 0
     out = flat(res.out)
@@ -197,3 +205,4 @@ def test_a_play_host_outside_the_cluster_is_refused_before_anything_runs(lab, tm
            "worker (sparkops_worker_group: inference_workers)" in out, out[-2000:]
     assert "UNREACHABLE" not in res.out  # printer (10.77.0.99 answers nothing) was never contacted
     assert "TASK [sparkops.inference.preflight : Check this host's prerequisites" not in res.out
+    assert running() == before
