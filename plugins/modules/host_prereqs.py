@@ -43,6 +43,27 @@ options:
     description: When V(false), report problems without failing.
     type: bool
     default: true
+  gpu_facts:
+    description:
+      - Also gather the C(sparkops_gpu) fact, as M(sparkops.inference.gpu_facts) does, in the same
+        call (one round trip per host for the whole preflight).
+      - Read only when the prerequisites pass (or O(fail_on_problems=false)).
+    type: bool
+    default: false
+    version_added: 0.3.0
+  nvidia_smi_path:
+    description:
+      - With O(gpu_facts), the path of C(nvidia-smi); when not set it is looked for as
+        M(sparkops.inference.gpu_facts) does.
+    type: path
+    version_added: 0.3.0
+  require_gpu:
+    description:
+      - With O(gpu_facts), whether a host without a readable GPU fails the task (with
+        M(sparkops.inference.gpu_facts)'s message) or only warns.
+    type: bool
+    default: true
+    version_added: 0.3.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
   - sparkops.inference.attributes.read_only
@@ -53,6 +74,10 @@ EXAMPLES = r"""
 - name: Check prerequisites (80 GiB free for two engine images)
   sparkops.inference.host_prereqs:
     min_free_disk_gib: 80
+
+- name: Check prerequisites and gather the GPU facts in one call
+  sparkops.inference.host_prereqs:
+    gpu_facts: true
 """
 
 RETURN = r"""
@@ -78,6 +103,10 @@ ansible_facts:
         timeout: /usr/bin/timeout
         free_disk_gib: 812.4
         disk_path: /var/lib/docker
+    sparkops_gpu:
+      description: With O(gpu_facts), what M(sparkops.inference.gpu_facts) returns.
+      returned: when O(gpu_facts=true) and the prerequisites pass
+      type: dict
 """
 
 import os
@@ -86,6 +115,8 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, architecture
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu import GpuParseError
+from ansible_collections.sparkops.inference.plugins.module_utils._host import NVIDIA_SMI_DIRS, read_gpu_facts
 from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import (
     evaluate,
     parse_docker_info,
@@ -118,6 +149,9 @@ def main():
             require_gpu_runtime=dict(type="bool", default=True),
             require_iptables=dict(type="bool", default=False),
             fail_on_problems=dict(type="bool", default=True),
+            gpu_facts=dict(type="bool", default=False),
+            nvidia_smi_path=dict(type="path"),
+            require_gpu=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -154,6 +188,17 @@ def main():
         module.fail_json(msg="%d missing prerequisite(s) on this host:\n- %s"
                          % (len(problems), "\n- ".join(problems)),
                          problems=problems, ansible_facts=facts)
+    if module.params["gpu_facts"]:
+        try:
+            gpu, error, dummy = read_gpu_facts(module, module.params["nvidia_smi_path"],
+                                               module.params["docker_cli"], NVIDIA_SMI_DIRS)
+        except GpuParseError as exc:
+            module.fail_json(msg="cannot read host memory: %s" % exc, ansible_facts=facts)
+        if error and module.params["require_gpu"]:
+            module.fail_json(msg=error, problems=problems, ansible_facts=facts)
+        if error:
+            module.warn(error)
+        facts["sparkops_gpu"] = gpu
     module.exit_json(changed=False, problems=problems, ansible_facts=facts)
 
 

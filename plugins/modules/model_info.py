@@ -75,7 +75,6 @@ manifest:
   type: str
 """
 
-import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -84,29 +83,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._engine import 
     model_architectures,
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._host import read_file
-
-
-def manifest(path, checksum):
-    entries, total = [], 0
-    for root, dirs, files in os.walk(path, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            full = os.path.join(root, name)
-            try:
-                size = os.path.getsize(full)
-            except OSError:
-                continue
-            total += size
-            line = "%s\t%d" % (os.path.relpath(full, path), size)
-            if checksum:
-                h = hashlib.sha256()
-                with open(full, "rb") as f:
-                    for chunk in iter(lambda: f.read(1 << 22), b""):
-                        h.update(chunk)
-                line += "\t" + h.hexdigest()
-            entries.append(line)
-    digest = hashlib.sha256("\n".join(entries).encode("utf-8")).hexdigest()
-    return len(entries), total, digest
+from ansible_collections.sparkops.inference.plugins.module_utils._record import model_manifest
 
 
 def main():
@@ -128,7 +105,7 @@ def main():
         except EngineError as exc:
             module.fail_json(msg=str(exc), **res)
     if res["exists"]:
-        res["files"], res["size_bytes"], res["manifest"] = manifest(p["path"], p["checksum"])
+        res["files"], res["size_bytes"], res["manifest"] = model_manifest(p["path"], p["checksum"])
     module.exit_json(**res)
 
 

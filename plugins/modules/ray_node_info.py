@@ -95,7 +95,7 @@ container:
   description: This host's Ray container as it is now, or null when there is none.
   returned: always
   type: dict
-  sample: {name: sparkops-ray-head, image: "vllm:26.01", running: true, status: Up 3 hours}
+  sample: {name: sparkops-ray-head, image: "vllm:26.01", running: true, status: Up 3 hours, restart_policy: unless-stopped}
 kept:
   description: The kept generation's containers on this host (C(NAME-previous) of O(kept_containers)).
   returned: always
@@ -203,6 +203,11 @@ def main():
             pass
     containers = container_rows(docker.ps(all=True))
     mine, stale, displaced = classify_containers(containers, p["container"], p["cluster_containers"])
+    if mine is not None:
+        # a policy changed in place (docker update) leaves the spec label as it was: the role puts it back
+        rc, out, dummy = docker.run(["container", "inspect", "--format", "{{.HostConfig.RestartPolicy.Name}}",
+                                     mine["name"]])
+        mine["restart_policy"] = out.strip() if rc == 0 and out.strip() else None
     result["container"] = mine
     result["stale"] = stale
     result["displaced"] = displaced

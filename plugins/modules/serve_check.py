@@ -97,7 +97,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 container:
-  description: The container's name, running, status, image, spec (its C(sparkops.spec) label), started_at, exit_code; null when absent.
+  description: The container's name, running, status, image, spec (its C(sparkops.spec) label), started_at, exit_code, restart_policy; null when absent.
   returned: when O(phase=status) or O(phase=precheck)
   type: dict
 health:
@@ -144,7 +144,8 @@ def describe(doc):
     return {"name": doc.get("Name", "").lstrip("/"), "running": bool(state.get("Running")),
             "status": state.get("Status"), "image": config.get("Image") or None,
             "spec": (config.get("Labels") or {}).get("sparkops.spec") or None,
-            "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode")}
+            "started_at": state.get("StartedAt"), "exit_code": state.get("ExitCode"),
+            "restart_policy": ((doc.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name")}
 
 
 # the API key when one is set (load_api_key): cut out of whatever a message quotes

@@ -101,6 +101,50 @@ def serving(lab):
     return report
 
 
+def drift(*extra):
+    return playbook("playbooks/drift.yml", "-i", "inventories/lab", *extra)
+
+
+@pytest.mark.fault(
+    fault="hosts changed by hand after the deploy: an env file variable, the Ray token, a restart policy",
+    inject="sed on spark2's fabric.env, printf over its ray-token, docker update --restart no on spark1's containers",
+    message="drift.yml: 'spark2: file /etc/sparkops/fabric.env: env NCCL_SOCKET_IFNAME was enp1s0f1np1, now eth9', "
+            "'2 host(s) drifted from what the last deploy left there: spark1, spark2' (the token by digest only)",
+    left="the model serving throughout; after a re-deploy every host as recorded (drift: none)")
+def test_drift_names_the_host_and_the_key_that_moved_and_a_re_deploy_puts_it_back(serving):
+    """drift.yml against each host's record of the deploy: nothing when nothing moved; a
+    variable changed by hand in a worker's env file, its Ray token overwritten, the head's
+    containers' restart policy changed in place (docker update) - each host, file, container
+    and key, the token by digest only; a re-deploy puts all of it back (the restart policy too:
+    its spec label never moved, so the deploy looks at the policy itself)."""
+    res = drift()
+    assert res.returncode == 0, res.out[-3000:]
+    assert "no drift: every host is as the deploy of 20" in flat(res.out), res.out[-2000:]
+    env = ssh(SPARK2, "cat /etc/sparkops/fabric.env").out
+    assert "NCCL_SOCKET_IFNAME=enp1s0f1np1" in env, env
+    assert ssh(SPARK2, "sed -i 's/^NCCL_SOCKET_IFNAME=.*/NCCL_SOCKET_IFNAME=eth9/' /etc/sparkops/fabric.env && "
+                       "printf tampered-by-hand > /etc/sparkops/ray-token").returncode == 0
+    # changed in place: the container and its spec label stay as they were
+    assert ssh(SPARK1, "docker update --restart no sparkops-ray-head sparkops-model-server").returncode == 0
+    res = drift("-e", "sparkops_drift_fail=true")
+    out = flat(res.out)
+    assert res.returncode != 0, res.out[-2000:]
+    assert "spark2: file /etc/sparkops/fabric.env: env NCCL_SOCKET_IFNAME was enp1s0f1np1, now eth9" in out, out[-2000:]
+    assert "spark2: file /etc/sparkops/ray-token: content changed since the deploy (sha256 " in out
+    for name in ("sparkops-ray-head", "sparkops-model-server"):
+        assert "spark1: container %s: restart_policy was unless-stopped, now no" % name in out
+    assert "2 host(s) drifted from what the last deploy left there: spark1, spark2" in out
+    assert "tampered-by-hand" not in res.out
+    res, report = deploy()
+    assert res.returncode == 0 and report["outcome"] == "served", res.out[-3000:]
+    assert "NCCL_SOCKET_IFNAME=enp1s0f1np1" in ssh(SPARK2, "cat /etc/sparkops/fabric.env").out
+    for name in ("sparkops-ray-head", "sparkops-model-server"):
+        assert inspect(SPARK1, name, "{{.HostConfig.RestartPolicy.Name}}") == "unless-stopped", name
+    res = drift("-e", "sparkops_drift_fail=true")
+    assert res.returncode == 0 and "no drift" in res.out, res.out[-2000:]
+    wait_serving()
+
+
 @pytest.mark.fault(
     fault="every host loses power after the model served",
     inject="lab/lab reboot spark1 spark2 (every process and container gone, disks kept)",

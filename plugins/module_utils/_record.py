@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a deploy left on a host, and how the host differs from it now (drift).
+
+host_state() turns what is live on a host - `docker container inspect` documents of our
+containers, the files a deploy writes, the model directory's manifest - into a record: plain,
+sorted, JSON-ready. The deploy writes it at its end (deploy_record, mode record); drift
+(mode compare) builds the same record from the host as it is now and differences() names every
+key that moved. Secrets never enter a record: a secret file is recorded by its SHA-256, a
+container environment variable whose name says it is a secret likewise.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import os
+import re
+
+RECORD_VERSION = 1
+SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|CREDENTIAL)", re.I)
+
+
+def sha256_text(text):
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def model_manifest(path, checksum=False):
+    """(files, bytes, digest) of a model directory: relative name and size of every file
+    (its SHA-256 too with checksum), hidden directories skipped, in a stable order."""
+    entries, total = [], 0
+    for root, dirs, files in os.walk(path, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            try:
+                size = os.path.getsize(full)
+            except OSError:
+                continue
+            total += size
+            line = "%s\t%d" % (os.path.relpath(full, path), size)
+            if checksum:
+                h = hashlib.sha256()
+                with open(full, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 22), b""):
+                        h.update(chunk)
+                line += "\t" + h.hexdigest()
+            entries.append(line)
+    digest = hashlib.sha256("\n".join(entries).encode("utf-8")).hexdigest()
+    return len(entries), total, digest
+
+
+def env_pairs(lines):
+    """KEY=VALUE lines (an env file, a container's Env) -> {KEY: VALUE}; secret-named keys
+    keep only a digest of their value; comments and blank lines skipped."""
+    pairs = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        pairs[key] = sha256_text(value) if SECRET_NAME.search(key) else value
+    return pairs
+
+
+def container_state(doc):
+    """The parts of a `docker container inspect` document a deploy decides, or None (absent)."""
+    if not doc:
+        return None
+    config = doc.get("Config") or {}
+    state = doc.get("State") or {}
+    host = doc.get("HostConfig") or {}
+    labels = config.get("Labels") or {}
+    return {
+        "id": doc.get("Id"),
+        "image": config.get("Image"),
+        "image_id": doc.get("Image"),
+        "status": state.get("Status"),
+        "started_at": state.get("StartedAt"),
+        "command": list(config.get("Entrypoint") or []) + list(config.get("Cmd") or []),
+        "env": env_pairs(config.get("Env") or []),
+        "labels": dict((k, v) for k, v in labels.items() if k.startswith("sparkops.")),
+        "restart_policy": (host.get("RestartPolicy") or {}).get("Name"),
+    }
+
+
+def file_state(path, content, stat_result, show_values):
+    """A file a deploy wrote: absent (None), else its digest, mode and (show_values: an env
+    file, never a secret) its KEY=VALUE pairs."""
+    if content is None:
+        return None
+    state = {"sha256": sha256_text(content), "mode": "%04o" % (stat_result.st_mode & 0o7777)}
+    if show_values:
+        state["env"] = env_pairs(content.splitlines())
+    return state
+
+
+def differences(recorded, now):
+    """Every difference between two records, as {"what", "key", "recorded", "now"} dicts in a
+    stable order. A container or file present in one and not the other is one difference; an
+    env file's or a container's environment is compared key by key."""
+    out = []
+
+    def add(what, key, old, new):
+        out.append({"what": what, "key": key, "recorded": old, "now": new})
+
+    for kind in ("containers", "files"):
+        old_all, new_all = recorded.get(kind) or {}, now.get(kind) or {}
+        for name in sorted(set(old_all) | set(new_all)):
+            what = "%s %s" % (kind[:-1], name)
+            old, new = old_all.get(name), new_all.get(name)
+            if old is None or new is None:
+                if old != new:
+                    add(what, "present", old is not None, new is not None)
+                continue
+            env_moved = (old.get("env") or {}) != (new.get("env") or {})
+            for key in sorted(set(old) | set(new)):
+                if key == "sha256" and env_moved:
+                    continue  # the variables that moved say it; the digest alone says no more
+                if key == "env":
+                    o_env, n_env = old.get("env") or {}, new.get("env") or {}
+                    for var in sorted(set(o_env) | set(n_env)):
+                        if o_env.get(var) != n_env.get(var):
+                            add(what, "env " + var, o_env.get(var), n_env.get(var))
+                elif old.get(key) != new.get(key):
+                    add(what, key, old.get(key), new.get(key))
+    for key in sorted(set(recorded.get("model") or {}) | set(now.get("model") or {})):
+        old, new = (recorded.get("model") or {}).get(key), (now.get("model") or {}).get(key)
+        if old != new:
+            add("model directory", key, old, new)
+    return out
+
+
+def describe(diff):
+    """One line a person reads: what, which key, recorded -> now."""
+    def show(value):
+        if value is None:
+            return "absent"
+        if isinstance(value, bool):
+            return "present" if value else "absent"
+        return str(value)
+    if diff["key"] == "sha256":
+        return "%s: content changed since the deploy (sha256 %s... now %s...)" % (
+            diff["what"], str(diff["recorded"])[7:19], str(diff["now"])[7:19])
+    if diff["key"] == "present":
+        return "%s: %s, recorded %s" % (diff["what"], show(diff["now"]), show(diff["recorded"]))
+    return "%s: %s was %s, now %s" % (diff["what"], diff["key"], show(diff["recorded"]), show(diff["now"]))

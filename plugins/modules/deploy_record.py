@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: deploy_record
+short_description: Record what a deploy left on a host, or name every way the host has drifted from it
+version_added: 0.3.0
+description:
+  - With O(mode=record) (the end of a successful deploy), writes on the host what is live there
+    now - each of our containers (ID, image and image ID, state, start time, command line,
+    environment, our labels, restart policy), each file the deploy wrote (SHA-256 and mode; an
+    environment file's variables too), the model directory's manifest - with what the deploy
+    chose (O(deployed)). Rewritten only when something differs, so a re-run reports no change.
+  - With O(mode=compare) (C(drift.yml)), reads the record, reads the same things from the host
+    as it is now and returns every difference (container and key, environment variable, file,
+    model manifest), or none. Changes nothing.
+  - Secrets never enter the record - a secret file is recorded by its SHA-256, a container
+    environment variable whose name says secret (TOKEN, KEY, PASSWORD...) likewise.
+author:
+  - sparkops.inference developers (@sparkops)
+extends_documentation_fragment:
+  - sparkops.inference.attributes
+attributes:
+  check_mode:
+    support: full
+    details: O(mode=record) reports what it would write and writes nothing; O(mode=compare) only reads.
+  diff_mode:
+    support: full
+    details: O(mode=record) shows the record before and after.
+  idempotent:
+    support: full
+options:
+  mode:
+    description: V(record) writes the host's state; V(compare) reports how the host differs from the record.
+    type: str
+    choices: [record, compare]
+    required: true
+  path:
+    description: The record on the host (root-only, 0600).
+    type: path
+    default: /var/lib/sparkops/deployed.json
+  containers:
+    description: With O(mode=record), the containers to record (one that is absent is recorded as absent).
+    type: list
+    elements: str
+    default: []
+  files:
+    description: With O(mode=record), the files the deploy wrote.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file.
+        type: path
+        required: true
+      secret:
+        description: Record only its SHA-256 and mode, never its variables.
+        type: bool
+        default: false
+  model_path:
+    description: With O(mode=record), the model directory whose manifest is recorded.
+    type: path
+  model_checksum:
+    description: With O(mode=record), include each model file's SHA-256 in the manifest (reads every byte).
+    type: bool
+    default: false
+  deployed:
+    description:
+      - With O(mode=record), what the deploy chose (the image, its versions, the engine's command line),
+        kept with the record and returned by O(mode=compare). Never compared.
+    type: dict
+    default: {}
+  docker_cli:
+    description: Docker CLI to inspect the containers with.
+    type: str
+    default: docker
+seealso:
+  - name: Operating the cluster
+    description: Drift, and what to do about it (docs/operations.md).
+    link: https://github.com/sparkops/inference/blob/main/docs/operations.md
+"""
+
+EXAMPLES = r"""
+- name: Record what this deploy left on the host
+  sparkops.inference.deploy_record:
+    mode: record
+    containers: [sparkops-ray-head, sparkops-model-server]
+    files:
+      - path: /etc/sparkops/fabric.env
+      - path: /etc/sparkops/ray-token
+        secret: true
+    model_path: /models/qwen3.5
+
+- name: How the host differs from what the last deploy left
+  sparkops.inference.deploy_record:
+    mode: compare
+  register: drift
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "{{ drift.lines }}"
+"""
+
+RETURN = r"""
+in_sync:
+  description: With O(mode=compare), true when the host is as the last deploy left it.
+  returned: always
+  type: bool
+drift:
+  description: With O(mode=compare), every difference - what (container, file, model directory), key, recorded value, value now.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{what: file /etc/sparkops/fabric.env, key: env NCCL_SOCKET_IFNAME, recorded: enp1s0f1np1, now: eth9}]
+lines:
+  description: The differences, one readable line each.
+  returned: always
+  type: list
+  elements: str
+  sample: ["file /etc/sparkops/fabric.env: env NCCL_SOCKET_IFNAME was enp1s0f1np1, now eth9"]
+recorded_at:
+  description: When the record was written (UTC), null when there is none.
+  returned: always
+  type: str
+  sample: "2026-12-02T01:10:00Z"
+deployed:
+  description: What the deploy chose, as recorded (O(deployed)).
+  returned: always
+  type: dict
+record:
+  description: The record as written (O(mode=record)) or as read (O(mode=compare)).
+  returned: always
+  type: dict
+"""
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+from ansible_collections.sparkops.inference.plugins.module_utils._host import read_file
+from ansible_collections.sparkops.inference.plugins.module_utils._record import (
+    RECORD_VERSION,
+    container_state,
+    describe,
+    differences,
+    file_state,
+    model_manifest,
+)
+
+
+def live_state(docker, containers, files, model_path, checksum):
+    """The record of what is on this host now (containers, files, model), without times."""
+    found = {}
+    if containers:
+        dummy, out, dummy = docker.run(["container", "inspect"] + list(containers))  # rc 1 when one is absent
+        try:
+            docs = json.loads(out or "[]")
+        except ValueError:
+            docs = []
+        found = dict(((d.get("Name") or "").lstrip("/"), d) for d in docs)
+    state = {"containers": dict((n, container_state(found.get(n))) for n in containers), "files": {}}
+    for item in files:
+        content = read_file(item["path"])
+        st = os.stat(item["path"]) if content is not None else None
+        state["files"][item["path"]] = file_state(item["path"], content, st, not item["secret"])
+    state["model"] = None
+    if model_path:
+        if os.path.isdir(model_path):
+            count, size, digest = model_manifest(model_path, checksum)
+            state["model"] = {"path": model_path, "files": count, "size_bytes": size, "manifest": digest}
+        else:
+            state["model"] = {"path": model_path, "files": 0, "size_bytes": 0, "manifest": None}
+    return state
+
+
+def load(path):
+    text = read_file(path)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mode=dict(type="str", choices=["record", "compare"], required=True),
+            path=dict(type="path", default="/var/lib/sparkops/deployed.json"),
+            containers=dict(type="list", elements="str", default=[]),
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                secret=dict(type="bool", default=False),
+            )),
+            model_path=dict(type="path"),
+            model_checksum=dict(type="bool", default=False),
+            deployed=dict(type="dict", default={}),
+            docker_cli=dict(type="str", default="docker"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    docker = Docker(module, p["docker_cli"])
+    old = load(p["path"])
+
+    if p["mode"] == "compare":
+        if old is None:
+            module.exit_json(changed=False, in_sync=False, recorded_at=None, deployed={}, record=None,
+                             drift=[{"what": "record", "key": "present", "recorded": False, "now": False}],
+                             lines=["no deploy is recorded here (%s): nothing to compare with - deploy first"
+                                    % p["path"]])
+        secret = old.get("secret_files") or {}
+        files = [{"path": path, "secret": secret.get(path, True)} for path in (old.get("files") or {})]
+        model = old.get("model") or {}
+        now = live_state(docker, list(old.get("containers") or {}), files, model.get("path"),
+                         old.get("model_checksum", False))
+        drift = differences(old, now)
+        module.exit_json(changed=False, in_sync=not drift, drift=drift, lines=[describe(d) for d in drift],
+                         recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old)
+
+    new = live_state(docker, p["containers"], p["files"], p["model_path"], p["model_checksum"])
+    new.update(version=RECORD_VERSION, model_checksum=p["model_checksum"], deployed=p["deployed"],
+               secret_files=dict((f["path"], f["secret"]) for f in p["files"]))
+    same = old is not None and dict(old, recorded_at=None) == dict(new, recorded_at=None)
+    if same:
+        module.exit_json(changed=False, in_sync=True, drift=[], lines=[], recorded_at=old.get("recorded_at"),
+                         deployed=p["deployed"], record=old)
+    new["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    diff = {"before_header": p["path"], "after_header": p["path"],
+            "before": json.dumps(old, indent=1, sort_keys=True) + "\n" if old else "",
+            "after": json.dumps(new, indent=1, sort_keys=True) + "\n"}
+    if not module.check_mode:
+        try:
+            atomic_write(p["path"], json.dumps(new, indent=1, sort_keys=True) + "\n", mode=0o600)
+        except OSError as exc:
+            module.fail_json(msg="could not write the deploy record %s: %s" % (p["path"], exc))
+    module.exit_json(changed=True, in_sync=True, drift=[], lines=[], recorded_at=new["recorded_at"],
+                     deployed=p["deployed"], record=new, diff=diff)
+
+
+if __name__ == "__main__":
+    main()

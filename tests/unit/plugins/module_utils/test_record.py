@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+"""The deploy record and drift: real `docker container inspect` shapes (Docker 26.1 in the lab,
+the fields Docker 29 prints alike), env files as the fabric role writes them."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+
+from ansible_collections.sparkops.inference.plugins.module_utils._record import (
+    container_state,
+    describe,
+    differences,
+    env_pairs,
+    file_state,
+    model_manifest,
+)
+
+WORKER = {
+    "Id": "5b1d0c6e4f0e",
+    "Name": "/sparkops-ray-worker",
+    "Image": "sha256:3634848",
+    "State": {"Status": "running", "Running": True, "StartedAt": "2026-12-02T00:38:01.1Z"},
+    "Config": {"Image": "10.77.0.5:5000/sparkops/lab-vllm:0.17.0",
+               "Entrypoint": ["ray", "start"], "Cmd": ["--address", "192.168.77.11:6379", "--block"],
+               "Env": ["NCCL_SOCKET_IFNAME=enp1s0f1np1", "RAY_AUTH_TOKEN=s3cr3t-token", "PATH=/usr/bin"],
+               "Labels": {"sparkops.spec": "ab12", "org.opencontainers.image.version": "24.04"}},
+    "HostConfig": {"RestartPolicy": {"Name": "unless-stopped"}},
+}
+ENV = "# written by sparkops.inference (fabric role)\nNCCL_SOCKET_IFNAME=enp1s0f1np1\nNCCL_IB_DISABLE=1\n"
+
+
+class Stat(object):
+    st_mode = 0o100644
+
+
+def record(worker="as deployed", env=ENV, token="t0ken", model=None):
+    worker = WORKER if worker == "as deployed" else worker
+    return {"containers": {"sparkops-ray-worker": container_state(worker), "sparkops-model-server": None},
+            "files": {"/etc/sparkops/fabric.env": file_state("/etc/sparkops/fabric.env", env, Stat, True),
+                      "/etc/sparkops/ray-token": file_state("/etc/sparkops/ray-token", token, Stat, False)},
+            "model": model}
+
+
+def test_a_host_as_it_was_left_has_no_drift():
+    assert differences(record(), record()) == []
+
+
+def test_a_changed_env_file_variable_is_named_by_key_alone():
+    moved = differences(record(), record(env=ENV.replace("=enp1s0f1np1", "=eth9")))
+    assert moved == [{"what": "file /etc/sparkops/fabric.env", "key": "env NCCL_SOCKET_IFNAME",
+                      "recorded": "enp1s0f1np1", "now": "eth9"}]
+    assert describe(moved[0]) == "file /etc/sparkops/fabric.env: env NCCL_SOCKET_IFNAME was enp1s0f1np1, now eth9"
+    # a comment only: the digest says the file moved
+    assert [d["key"] for d in differences(record(), record(env=ENV.replace("fabric role", "by hand")))] == ["sha256"]
+
+
+def test_secrets_never_enter_the_record_or_the_drift():
+    rec = record()
+    assert "env" not in rec["files"]["/etc/sparkops/ray-token"]
+    assert "t0ken" not in str(rec) and "s3cr3t-token" not in str(rec)
+    assert rec["containers"]["sparkops-ray-worker"]["env"]["RAY_AUTH_TOKEN"].startswith("sha256:")
+    moved = differences(rec, record(token="another"))
+    assert [(d["what"], d["key"]) for d in moved] == [("file /etc/sparkops/ray-token", "sha256")]
+    assert "another" not in str(moved)
+
+
+def test_a_container_recreated_restarted_or_gone_is_named():
+    again = copy.deepcopy(WORKER)
+    again.update(Id="9f00")
+    again["State"]["StartedAt"] = "2026-12-02T01:00:00Z"
+    again["Config"]["Env"] = ["NCCL_SOCKET_IFNAME=enp1s0f1np1", "RAY_AUTH_TOKEN=s3cr3t-token", "PATH=/usr/bin",
+                              "NCCL_DEBUG=INFO"]
+    moved = dict((d["key"], d) for d in differences(record(), record(worker=again)))
+    assert set(moved) == {"id", "started_at", "env NCCL_DEBUG"}
+    assert moved["env NCCL_DEBUG"]["recorded"] is None and moved["env NCCL_DEBUG"]["now"] == "INFO"
+    assert describe(moved["env NCCL_DEBUG"]) == "container sparkops-ray-worker: env NCCL_DEBUG was absent, now INFO"
+    gone = differences(record(), record(worker=None))
+    assert gone == [{"what": "container sparkops-ray-worker", "key": "present", "recorded": True, "now": False}]
+    assert describe(gone[0]) == "container sparkops-ray-worker: absent, recorded present"
+    # only our labels are kept: an image's own label moving is not the deploy's business
+    assert container_state(WORKER)["labels"] == {"sparkops.spec": "ab12"}
+
+
+def test_a_model_directory_that_changed_is_named(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model-00001.safetensors").write_bytes(b"x" * 10)
+    before = model_manifest(str(tmp_path))
+    (tmp_path / "model-00001.safetensors").write_bytes(b"x" * 11)
+    after = model_manifest(str(tmp_path))
+    assert before[:2] == (2, 12) and after[:2] == (2, 13) and before[2] != after[2]
+
+    def model(m):
+        return {"path": str(tmp_path), "files": m[0], "size_bytes": m[1], "manifest": m[2]}
+    moved = differences(record(model=model(before)), record(model=model(after)))
+    assert [(d["what"], d["key"]) for d in moved] == [("model directory", "manifest"), ("model directory", "size_bytes")]
+    assert os.path.isdir(str(tmp_path))
+
+
+def test_env_pairs_skips_comments_and_keeps_equals_in_values():
+    assert env_pairs(["# x", "", "A=b=c", "NOPE"]) == {"A": "b=c"}
