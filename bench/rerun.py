@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 PHASES = ["preflight", "sparkops", "engine_image", "gpu_memory", "fabric", "ray_cluster", "model_server",
-          "report"]
+          "deploy", "report"]
 
 
 def git(*args, cwd=ROOT):

@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import hashlib
 import json
 import os
@@ -110,6 +111,43 @@ def image_repository(ref):
     if ":" in last:
         repo = repo[:len(repo) - len(last)] + last.split(":")[0]
     return repo
+
+
+def registry_of(ref):
+    """The registry a reference is pulled from, as Docker's config.json keys it:
+    'reg:5000/a/b:t' -> 'reg:5000'; 'nvcr.io/nvidia/vllm:x' -> 'nvcr.io'; 'vllm/vllm-openai:x'
+    and 'ubuntu' -> Docker Hub's 'https://index.docker.io/v1/'."""
+    first = ref.split("@")[0].split("/", 1)
+    if len(first) == 2 and ("." in first[0] or ":" in first[0] or first[0] == "localhost"):
+        return first[0]
+    return "https://index.docker.io/v1/"
+
+
+def registry_auth(config_text, registry):
+    """The Engine API's X-Registry-Auth value for registry from the text of a Docker client's
+    config.json (what `docker login` wrote there), or None: no entry, or the credentials live
+    in a credential helper (credsStore / credHelpers) - then the daemon asks anonymously."""
+    try:
+        config = json.loads(config_text or "{}")
+    except ValueError:
+        return None
+    entry = (config.get("auths") or {}).get(registry) or {}
+    if not entry.get("auth"):
+        return None
+    try:
+        user, dummy, password = base64.b64decode(entry["auth"]).decode("utf-8").partition(":")
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return None
+    body = json.dumps({"username": user, "password": password, "serveraddress": registry})
+    return base64.urlsafe_b64encode(body.encode("utf-8")).decode("ascii")
+
+
+def tag_moved(repo_digest, registry_digest):
+    """Whether the registry's tag now points elsewhere than the copy a host holds: True/False,
+    None when either is unknown (an image loaded with docker load has no repo digest)."""
+    if not repo_digest or not registry_digest:
+        return None
+    return repo_digest.split("@")[-1] != registry_digest
 
 
 # what of an image's config decides how it runs (not its creation time, not store details)
@@ -369,6 +407,28 @@ class Docker(object):
     def rm(self, name):
         """Remove a container whatever its state (absent is fine)."""
         return self.run(["rm", "-f", name])[0] == 0
+
+    def registry_digest(self, ref, timeout=15):
+        """(digest, None) - the digest the registry gives ref's tag now, asked through the
+        daemon (its mirrors, insecure registries and proxies apply; the credentials `docker
+        login` left in this user's config.json are passed) - or (None, why not)."""
+        config = os.path.join(os.environ.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker"), "config.json")
+        try:
+            with open(config) as f:
+                auth = registry_auth(f.read(), registry_of(ref))
+        except (IOError, OSError):
+            auth = None
+        try:
+            resp = self.api.request(
+                "GET", "/distribution/%s/json" % ref, timeout=timeout,
+                headers={"X-Registry-Auth": auth} if auth else None)
+            data = json.loads(resp.read().decode("utf-8", "replace"))
+        except DockerError as exc:
+            return None, str(exc)
+        except (ValueError, socket.error, IOError) as exc:
+            return None, "the registry's answer for %s could not be read: %s" % (ref, exc)
+        digest = (data.get("Descriptor") or {}).get("digest")
+        return (digest, None) if digest else (None, "the registry gave no digest for %s" % ref)
 
     # the Engine API
     @property

@@ -59,6 +59,17 @@ options:
     description: Fail the task when an image could not be pulled.
     type: bool
     default: false
+  registry_digests:
+    description:
+      - Also ask the registry (through the daemon - its mirrors and insecure registries apply; the
+        credentials C(docker login) left in the user's C(config.json) are passed) which digest the tag of
+        each image this host holds points to now, without pulling, in C(registry_digest) of each
+        RV(images) entry; C(moved) is true when the tag has moved away from the digest this host holds.
+        Each question waits at most 5 seconds.
+      - A registry that cannot be asked is named in C(registry_error); nothing fails.
+    type: bool
+    default: false
+    version_added: 0.3.0
   progress_interval:
     description:
       - Seconds between two progress lines while it pulls (read by the action plugin on the
@@ -101,7 +112,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 images:
-  description: One entry per image, in order.
+  description:
+    - One entry per image, in order.
+    - With O(registry_digests) each entry also has C(registry_digest) (what the registry gives the
+      tag now, or null), C(registry_error) (why it could not be asked, or null) and C(moved) (true
+      when the tag points elsewhere than this host's copy, null when unknown).
   returned: always
   type: list
   elements: dict
@@ -127,7 +142,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, architecture
+from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, architecture, tag_moved
 from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
 from ansible_collections.sparkops.inference.plugins.module_utils._pull import (
     DISK_FULL,
@@ -284,6 +299,7 @@ def main():
             backoff=dict(type="float", default=10),
             fail_on_error=dict(type="bool", default=False),
             docker_cli=dict(type="str", default="docker"),
+            registry_digests=dict(type="bool", default=False),
             progress_file=dict(type="path"),
             progress_interval=dict(type="int", default=30),  # the action plugin's
         ),
@@ -298,6 +314,13 @@ def main():
     docker = Docker(module, p["docker_cli"])
     progress = ProgressFile(p["progress_file"], p["images"])
     images = [pull(module, docker, image, p, progress, i) for i, image in enumerate(p["images"])]
+    if p["registry_digests"]:
+        for entry in images:
+            # only a copy this host holds can have been left behind by its tag (and an absent
+            # image's registry may be the one that is down: no wait for it)
+            entry["registry_digest"], entry["registry_error"] = (
+                docker.registry_digest(entry["image"], timeout=5) if entry["id"] else (None, "not on this host"))
+            entry["moved"] = tag_moved(entry.get("digest"), entry["registry_digest"])
     failed = dict((e["image"], e["error"]) for e in images if e["error"])
     changed = any(e["pulled"] for e in images) or (module.check_mode and any(
         not e["present_before"] for e in images))

@@ -145,6 +145,64 @@ def test_drift_names_the_host_and_the_key_that_moved_and_a_re_deploy_puts_it_bac
     wait_serving()
 
 
+REG = "10.77.0.5:5000/sparkops/"
+LOCK = os.path.expanduser("~/.sparkops/reports/latest.lock.json")
+
+
+@pytest.mark.fault(
+    fault="an image's tag moved at the registry after the deploy (a new push under the same tag)",
+    inject="lab-pin:1 pushed from lab-vllm:0.17.0 (the hosts pull it), then pushed again from lab-vllm:0.14.0",
+    message="unlocked: 'moved ... lab-pin:1: the registry's tag now points to sha256:<new>; the hosts hold "
+            "sha256:<old>'; locked (-e sparkops_lock): 'the lock ... pins ... at sha256:<old>, but the registry's "
+            "tag now points to sha256:<new>'",
+    left="the model serving throughout, every container of ours as before (same IDs); nothing pulled")
+def test_a_lock_redeploys_exactly_what_it_pins_and_refuses_a_tag_that_moved(serving, tmp_path):
+    """Each deploy writes a lock document; -e sparkops_lock=FILE redeploys exactly that
+    (changed=0 here) and refuses a changed engine setting. A candidate tag moved at the
+    registry: the unlocked deploy says so and serves on; a lock pinning that candidate as the
+    head held it (the lock's candidates table records each one's digest) is refused, naming both
+    digests, before anything is pulled or stopped."""
+    ids = dict((ip, ssh(ip, "docker ps -q --no-trunc | sort").out) for ip in HOSTS)
+    with open(LOCK) as f:
+        lock = json.load(f)
+    assert lock["version"] == 1 and lock["image"]["ref"] == REG + "lab-vllm:0.17.0", lock["image"]
+    assert lock["image"]["digest"].startswith("sha256:") and lock["engine"]["command"], lock
+    assert lock["model"]["manifest"] and lock["image"]["versions"]["engine"] == "0.17.0", lock
+    pinned = tmp_path / "pinned.lock.json"
+    pinned.write_text(json.dumps(lock))
+    res, report = deploy("-e", "sparkops_lock=%s" % pinned)
+    assert res.returncode == 0 and recap_changed(res.out) == [0, 0], res.out[-3000:]
+    assert "this deploy followed %s" % pinned in flat(res.out)
+    res, report = deploy("-e", "sparkops_lock=%s" % pinned, "-e", "model_server_gpu_memory_utilization=0.8")
+    assert res.returncode != 0
+    assert 'the first difference is argument 13: the lock has "0.85", now "0.8"' in flat(res.out), res.out[-2000:]
+    # a candidate's tag moves at the registry after the hosts pulled it
+    pin = REG + "lab-pin:1"
+    push = ("docker tag {r}lab-vllm:0.17.0 {p} && docker push -q {p} >/dev/null && "
+            "docker tag {r}lab-vllm:0.14.0 {p} && docker push -q {p} >/dev/null && docker tag {r}lab-vllm:0.17.0 {p}")
+    assert ssh(SPARK1, push.format(r=REG, p=pin)).returncode == 0
+    assert ssh(SPARK2, "docker tag %slab-vllm:0.17.0 %s" % (REG, pin)).returncode == 0
+    res, report = deploy("-e", json.dumps({"sparkops_engine_candidates": [REG + "lab-vllm:0.17.0", pin]}))
+    assert res.returncode == 0 and recap_changed(res.out) == [0, 0], res.out[-3000:]
+    moved = report["image"]["moved"]
+    assert [m["image"] for m in moved] == [pin] and moved[0]["held"] != moved[0]["registry"], moved
+    assert ("moved %s: the registry's tag now points to %s; the hosts hold %s" % (
+        pin, moved[0]["registry"], moved[0]["held"])) in flat(res.out).replace("''", "'")
+    with open(LOCK) as f:
+        lock = json.load(f)
+    held = lock["candidates"][pin]
+    lock["image"].update(ref=pin, digest=held["digest"], id=held["id"])
+    pinned.write_text(json.dumps(lock))
+    res, report = deploy("-e", "sparkops_lock=%s" % pinned)
+    out = flat(res.out).replace("''", "'")  # the YAML callback doubles the quote in a quoted string
+    assert res.returncode != 0
+    assert ("the lock %s pins %s at %s, but the registry's tag now points to %s" % (
+        pinned, pin, moved[0]["held"], moved[0]["registry"])) in out, out[-2000:]
+    assert "Pull the candidates" not in out.split("tag now points to", maxsplit=1)[0]
+    assert dict((ip, ssh(ip, "docker ps -q --no-trunc | sort").out) for ip in HOSTS) == ids
+    assert BOTH in completion()
+
+
 @pytest.mark.fault(
     fault="every host loses power after the model served",
     inject="lab/lab reboot spark1 spark2 (every process and container gone, disks kept)",

@@ -124,7 +124,7 @@ class FakeDaemon(object):
     def __init__(self, path, maximum, minimum, ping_bytes=None, ping_header=True, refusal_bytes=None):
         self.path, self.maximum, self.minimum = path, maximum, minimum
         self.ping_bytes, self.ping_header, self.refusal_bytes = ping_bytes, ping_header, refusal_bytes
-        self.paths, self.loaded = [], b""
+        self.paths, self.loaded, self.headers, self.distribution = [], b"", [], None
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         self.sock.listen(8)
@@ -149,6 +149,7 @@ class FakeDaemon(object):
             key, dummy, value = line.decode().partition(":")
             headers[key.strip().lower()] = value.strip()
         self.paths.append(path)
+        self.headers.append(headers)
         if path == "/_ping":
             if self.ping_bytes:
                 conn.sendall(self.ping_bytes)
@@ -169,6 +170,10 @@ class FakeDaemon(object):
         if _docker.version_tuple(version) > _docker.version_tuple(self.maximum):
             return self.reply(conn, 400, json.dumps({"message": "client version %s is too new. Maximum supported "
                                                      "API version is %s" % (version, self.maximum)}).encode())
+        if path.startswith("/v%s/distribution/" % version):
+            if self.distribution is None:
+                return self.reply(conn, 401, b'{"message":"unauthorized: authentication required"}')
+            return self.reply(conn, 200, self.distribution)
         if path.startswith("/v%s/images/get" % version):
             return self.reply(conn, 200, b"x" * (3 << 20))
         if path.startswith("/v%s/images/load" % version):
@@ -293,3 +298,71 @@ def test_the_same_image_in_both_stores_has_two_ids_and_one_content_id(fixture_te
     other = load(fixture_text, "image-inspect-26.1-containerd-lab-arm64.json")
     other["Config"]["Entrypoint"] = ["/bin/sh"]
     assert image_facts(ref, other)["content_id"] != classic["content_id"]  # another way to run it
+
+
+def test_registry_of_names_the_registry_as_config_json_keys_it():
+    from ansible_collections.sparkops.inference.plugins.module_utils._docker import registry_of
+    assert registry_of("10.77.0.5:5000/sparkops/lab-vllm:0.17.0") == "10.77.0.5:5000"
+    assert registry_of("nvcr.io/nvidia/vllm:25.11-py3") == "nvcr.io"
+    assert registry_of("localhost/a:b") == "localhost"
+    assert registry_of("vllm/vllm-openai:v0.11.0") == "https://index.docker.io/v1/"
+    assert registry_of("ubuntu@sha256:" + "a" * 64) == "https://index.docker.io/v1/"
+
+
+def test_registry_auth_from_what_docker_login_wrote():
+    import base64
+    import json
+    from ansible_collections.sparkops.inference.plugins.module_utils._docker import registry_auth
+    # config.json as `docker login 10.77.0.5:5000` writes it without a credential helper
+    config = json.dumps({"auths": {"10.77.0.5:5000": {"auth": base64.b64encode(b"lab:pa:ss").decode()}}})
+    header = json.loads(base64.urlsafe_b64decode(registry_auth(config, "10.77.0.5:5000")).decode())
+    assert header == {"username": "lab", "password": "pa:ss", "serveraddress": "10.77.0.5:5000"}
+    assert registry_auth(config, "nvcr.io") is None
+    # Docker Desktop / a credential helper: only the registry's name is in config.json
+    helper = json.dumps({"auths": {"nvcr.io": {}}, "credsStore": "desktop"})
+    assert registry_auth(helper, "nvcr.io") is None
+    assert registry_auth("not json", "nvcr.io") is None and registry_auth("", "nvcr.io") is None
+
+
+def test_tag_moved_compares_the_repo_digest_with_the_registry():
+    from ansible_collections.sparkops.inference.plugins.module_utils._docker import tag_moved
+    held = "10.77.0.5:5000/sparkops/lab-vllm@sha256:46e6176b"
+    assert tag_moved(held, "sha256:46e6176b") is False
+    assert tag_moved(held, "sha256:99999999") is True
+    assert tag_moved(None, "sha256:46e6176b") is None  # loaded with docker load: no repo digest
+    assert tag_moved(held, None) is None  # the registry could not be asked
+
+
+class FakeModule(object):
+    """What Docker() asks of an AnsibleModule: where the CLI is (the Engine API needs none)."""
+
+    @staticmethod
+    def get_bin_path(name, required=False):
+        return "/usr/bin/" + name
+
+
+# /distribution/10.77.0.5:5000/sparkops/lab-vllm:0.17.0/json as the lab's Docker 26.1 answered it
+DISTRIBUTION = (b'{"Descriptor":{"mediaType":"application/vnd.docker.distribution.manifest.v2+json",'
+                b'"digest":"sha256:46e6176b7c58559499c9ddb7d26ac86b1e190257b610ef697a92a0a1dd7415e6","size":954},'
+                b'"Platforms":[{"architecture":"amd64","os":"linux"}]}')
+
+
+def test_registry_digest_asks_the_daemon_with_the_login_credentials(daemon, tmp_path, monkeypatch):
+    import base64
+    from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+    d = daemon(maximum="1.45", minimum="1.24")
+    d.distribution = DISTRIBUTION
+    monkeypatch.setenv("DOCKER_HOST", "unix://" + d.path)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"auths": {"10.77.0.5:5000": {"auth": base64.b64encode(b"lab:secret").decode()}}}))
+    ref = "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"
+    assert Docker(FakeModule()).registry_digest(ref) == (
+        "sha256:46e6176b7c58559499c9ddb7d26ac86b1e190257b610ef697a92a0a1dd7415e6", None)
+    assert d.paths[-1] == "/v1.45/distribution/%s/json" % ref
+    sent = json.loads(base64.urlsafe_b64decode(d.headers[-1]["x-registry-auth"]).decode())
+    assert sent == {"username": "lab", "password": "secret", "serveraddress": "10.77.0.5:5000"}
+    d.distribution = None  # a registry that wants credentials it did not get
+    digest, error = Docker(FakeModule()).registry_digest("nvcr.io/nvidia/vllm:25.11-py3")
+    assert digest is None and "HTTP 401" in error and "authentication required" in error
+    assert "x-registry-auth" not in d.headers[-1]
