@@ -91,18 +91,6 @@ GPU_RUN_FAULTS = [
 ]
 
 
-def gpu_evidence(container, image_id):
-    """True when the `docker container inspect` document container is running from image_id
-    with the GPUs requested (--gpus, a device request with the gpu capability): Docker gave
-    this image the GPUs on this host, now, so a trial run would prove nothing more."""
-    if not container or not image_id or container.get("Image") != image_id:
-        return False
-    if not (container.get("State") or {}).get("Running"):
-        return False
-    requests = (container.get("HostConfig") or {}).get("DeviceRequests") or []
-    return any("gpu" in cap for req in requests for cap in (req.get("Capabilities") or []))
-
-
 def gpu_run_problem(rc, text, image, seconds):
     """The problem with a `docker run --gpus all IMAGE true` that ended with rc and printed
     text, or None when it worked."""

@@ -35,17 +35,6 @@ options:
     description: Docker CLI to run the container with.
     type: str
     default: docker
-  running_containers:
-    description:
-      - Containers whose state is proof enough - when one of them runs now from this very image
-        (same image ID) with the GPUs requested, Docker already gives the image the GPUs on this
-        host and no trial container is run (a re-deploy of what serves costs one
-        C(docker inspect), not a C(docker run)).
-      - Names that do not exist, are stopped, run another image or without GPUs are ignored.
-    type: list
-    elements: str
-    default: []
-    version_added: 0.3.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
 attributes:
@@ -67,24 +56,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 seconds:
-  description: How long the run took (V(0.0) when a running container was the proof).
+  description: How long the run took.
   returned: always
   type: float
   sample: 0.8
-evidence:
-  description: The container of O(running_containers) that runs this image with the GPUs (no trial run).
-  returned: when a running container was the proof
-  type: str
-  sample: sparkops-model-server
 """
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
-from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import gpu_evidence, gpu_run_problem
+from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import gpu_run_problem
 
 
 def main():
@@ -93,27 +76,13 @@ def main():
             image=dict(type="str", required=True),
             timeout=dict(type="int", default=60),
             docker_cli=dict(type="str", default="docker"),
-            running_containers=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     p = module.params
     docker = Docker(module, p["docker_cli"])
-    image_id = docker.image_id(p["image"])
-    if image_id is None:
+    if docker.image_id(p["image"]) is None:
         module.fail_json(msg="%s is not on this host: pull it first (the GPU check never pulls)" % p["image"])
-    if p["running_containers"]:
-        # one inspect for all: it prints those that exist (and exits 1 when one does not)
-        dummy, out, dummy = docker.run(["container", "inspect"] + p["running_containers"])
-        try:
-            found = json.loads(out or "[]")
-        except ValueError:
-            found = []
-        for container in found:
-            if gpu_evidence(container, image_id):
-                name = (container.get("Name") or "").lstrip("/")
-                module.exit_json(changed=False, seconds=0.0, evidence=name,
-                                 msg="%s runs this image with the GPUs: no trial run needed" % name)
     t0 = time.time()
     rc, out, err = docker.run_bounded(p["timeout"], [
         "run", "--rm", "--gpus", "all", "--network", "none", "--pull", "never",

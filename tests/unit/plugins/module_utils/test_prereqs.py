@@ -9,7 +9,6 @@ import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import (
     docker_arch,
     evaluate,
-    gpu_evidence,
     gpu_run_problem,
     parse_docker_info,
 )
@@ -131,25 +130,3 @@ def test_gpu_run_that_hangs_or_says_something_else():
     assert "did not finish within 60 s" in gpu_run_problem(124, "", "img", 60)
     other = gpu_run_problem(125, "docker: Error response from daemon: no space left on device.", "img", 60)
     assert "failed (exit 125): docker: Error response from daemon: no space left on device." in other
-
-
-# `docker container inspect` of the lab's Ray head started by community.docker with
-# device_requests [{driver: nvidia, count: -1, capabilities: [[gpu]]}] (Docker 26.1), trimmed
-RUNNING_WITH_GPUS = {
-    "Name": "/sparkops-ray-head",
-    "Image": "sha256:363484864d4dc844f694170757541879e011c35a5f6e2120e86d726912a5c007",
-    "State": {"Status": "running", "Running": True, "Restarting": False},
-    "HostConfig": {"DeviceRequests": [{"Driver": "nvidia", "Count": -1, "DeviceIDs": None,
-                                       "Capabilities": [["gpu"]], "Options": None}]},
-}
-
-
-def test_a_container_running_the_image_with_the_gpus_is_evidence():
-    image = RUNNING_WITH_GPUS["Image"]
-    assert gpu_evidence(RUNNING_WITH_GPUS, image) is True
-    other_image = gpu_evidence(RUNNING_WITH_GPUS, "sha256:" + "0" * 64)
-    stopped = gpu_evidence(dict(RUNNING_WITH_GPUS, State={"Status": "exited", "Running": False}), image)
-    no_gpus = gpu_evidence(dict(RUNNING_WITH_GPUS, HostConfig={"DeviceRequests": None}), image)
-    other_device = gpu_evidence(dict(RUNNING_WITH_GPUS, HostConfig={"DeviceRequests": [
-        {"Driver": "", "Count": 1, "Capabilities": [["compute"]]}]}), image)
-    assert [other_image, stopped, no_gpus, other_device, gpu_evidence(None, image)] == [False] * 5
