@@ -226,20 +226,29 @@ def test_empty_candidate_list(lab):
 
 def test_pull_that_times_out_once_succeeds_on_retry(lab):
     """The registry is unreachable from spark2 for the first attempt (traffic dropped), then
-    comes back: the pull is retried after the backoff and succeeds."""
-    image = REG + "lab-vllm:0.14.0"
+    comes back: the pull is retried after the backoff and succeeds. The image is the lab's
+    smallest (one 41-byte layer), so a retry's success does not hang on how fast this machine
+    extracts layers (lab-vllm's take ~9 s here, more than an attempt's 4 s)."""
+    image = REG + "lab-nopython:1"
     ssh(HOSTS[1], "docker rmi -f %s >/dev/null 2>&1; true" % image)
     rule = "OUTPUT -d 10.77.0.5 -p tcp --dport 5000 -j DROP"
     assert ssh(HOSTS[1], "iptables -I " + rule).returncode == 0
-    # lift the block after 6 s: the first attempt (4 s) times out, the retry (after 3 s) works
-    ssh(HOSTS[1], "nohup sh -c 'sleep 6; iptables -D %s' >/dev/null 2>&1 &" % rule)
+    # lift the block when attempt 1 has been stopped by its timeout: the lifter waits for the
+    # first `docker pull` on spark2 to start, then to end, and removes the rule in the backoff
+    # before attempt 2. (A fixed delay from here failed on a busy CI machine: ansible's own start
+    # took longer, the block was gone before attempt 1 and the test saw one attempt.) Each wait is
+    # bounded (120 s); the rule is removed below whatever happens.
+    lifter = ('i=0; until pgrep -f "[d]ocker pull" >/dev/null || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; '
+              'i=0; while pgrep -f "[d]ocker pull" >/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; '
+              'iptables -D %s' % rule)
+    ssh(HOSTS[1], "nohup sh -c '%s' </dev/null >/dev/null 2>&1 &" % lifter)
     res = run([BIN + "/ansible", "-i", "inventories/lab", "spark2", "-m", "sparkops.inference.engine_pull",
                "-a", json.dumps({"images": [image], "timeout": 4, "retries": 2, "backoff": 3})])
     ssh(HOSTS[1], "iptables -D %s 2>/dev/null; true" % rule)
     out = flat(res.out)
     assert res.returncode == 0, out[-2000:]
     assert "attempt 1 timed out" in out and "attempt 2 succeeded" in out
-    assert ssh(HOSTS[1], "docker image inspect %s >/dev/null" % image).returncode == 0
+    assert ssh(HOSTS[1], "docker image inspect %s >/dev/null && docker rmi %s >/dev/null" % (image, image)).returncode == 0
 
 
 def test_a_long_pull_shows_progress_at_the_default_verbosity(lab):
