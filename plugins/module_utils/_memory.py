@@ -269,8 +269,8 @@ CUDA_CONTEXT_MIB = 512
 
 def engine_admission(gpu_facts, utilization, context_mib=CUDA_CONTEXT_MIB):
     """Whether an engine started with `utilization` (vLLM's --gpu-memory-utilization) passes its
-    start-up check here, judged by what that check reads; a building block for admitting the
-    engine before it is started (not yet called by the roles).
+    start-up check here, judged by what that check reads (the module memory_admission asks it
+    before the engine is started).
 
     vLLM fails when the free memory its process sees is below utilization x total. Unified memory
     (GB10): the device's free is the host's MemFree and its total MemTotal ("Free memory on device
@@ -305,3 +305,24 @@ def engine_admission(gpu_facts, utilization, context_mib=CUDA_CONTEXT_MIB):
         if best is None or view["reachable"] < best["reachable"]:
             best = view
     return best
+
+
+def gib(mib):
+    return "%.1f GiB" % (mib / 1024.0)
+
+
+def admission_refusal(host, utilization, view, unified, holders, evicted, flag="--gpu-memory-utilization"):
+    """The message of a refused admission: what the engine wants, what is free, what it could
+    have now, who holds the rest, what was already tried, and what to do. `view` is
+    engine_admission()'s, `holders` still_holding()'s sentences, `evicted` what was tried
+    ("the model's page cache", "all page caches")."""
+    where = "MemFree of the unified memory" if unified else "free on the tightest GPU, less the engine's CUDA context"
+    tried = (" after evicting %s" % " and ".join(evicted)) if evicted else ""
+    held = ("; still holding memory: %s" % ", ".join(holders)) if holders else \
+        "; no GPU process is listed, so the rest is the host's own use (processes, page cache, the Ray containers)"
+    return ("%s: the engine would not start - %s %s wants %s of %s, and %s is free (%s)%s; at most %.2f is "
+            "reachable now%s. Lower model_server_gpu_memory_utilization to %.2f or less, or free the memory "
+            "(gpu_memory_stop_containers / gpu_memory_stop_systemd_units name what the deploy stops); "
+            "nothing was started" % (host, flag, utilization, gib(view["wanted_mib"]), gib(view["total_mib"]),
+                                     gib(view["free_mib"]), where, tried, view["reachable"], held,
+                                     view["reachable"]))

@@ -234,3 +234,36 @@ def test_a_good_re_deploy_drops_what_it_kept(lab):
     for ip in HOSTS:
         assert not [n for n in all_names(ip) if n.endswith("-previous")], all_names(ip)
     assert serves() is True
+
+
+@pytest.mark.fault(
+    fault="a re-deploy whose engine would ask for more memory than is free (vLLM's start-up check would fail)",
+    inject="model_server_gpu_memory_utilization 0.99 on a serving cluster (MemFree is never 99 % of MemTotal)",
+    message="'spark1: the engine would not start - --gpu-memory-utilization 0.99 wants ... at most 0.NN is "
+            "reachable now ... Lower model_server_gpu_memory_utilization to 0.NN or less'; the same for spark2; "
+            "'Rolled back: the engine and Ray containers that served before this run were started again'",
+    left="the engine that served before (the same container), serving; no new engine was ever created")
+def test_an_engine_the_memory_cannot_admit_is_refused_before_it_starts(lab):
+    """The admission runs after the serving engine was kept aside and before the new one is
+    created, on every host that runs its ranks (vLLM: the head's driver and the workers' Ray
+    containers): it evicts the model's page cache, then every page cache, and refuses with the
+    figures; the rescue brings back the kept engine."""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e",
+                   json.dumps({"model_server_gpu_memory_utilization": 0.99, "model_server_admission_wait": 2}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    for host in ("spark1", "spark2"):
+        refusal = re.search(r"%s: the engine would not start - --gpu-memory-utilization 0\.99 wants [\d.]+ GiB of "
+                            r"[\d.]+ GiB, and [\d.]+ GiB is free \(MemFree of the unified memory\) after evicting "
+                            r"the model's page cache and all page caches; at most (0\.\d\d) is reachable now" % host, out)
+        assert refusal, out[-3000:]
+        assert "Lower model_server_gpu_memory_utilization to %s or less" % refusal.group(1) in out
+    assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
+    # the engine that served, not a new one; the new one was never created
+    assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
+    assert serves() is True
+    for ip in HOSTS:
+        assert not [n for n in all_names(ip) if n.endswith("-previous")], all_names(ip)

@@ -173,9 +173,9 @@ def test_a_lock_redeploys_exactly_what_it_pins_and_refuses_a_tag_that_moved(serv
     res, report = deploy("-e", "sparkops_lock=%s" % pinned)
     assert res.returncode == 0 and recap_changed(res.out) == [0, 0], res.out[-3000:]
     assert "this deploy followed %s" % pinned in flat(res.out)
-    res, report = deploy("-e", "sparkops_lock=%s" % pinned, "-e", "model_server_gpu_memory_utilization=0.8")
+    res, report = deploy("-e", "sparkops_lock=%s" % pinned, "-e", "model_server_gpu_memory_utilization=0.45")
     assert res.returncode != 0
-    assert 'the first difference is argument 13: the lock has "0.85", now "0.8"' in flat(res.out), res.out[-2000:]
+    assert 'the first difference is argument 13: the lock has "0.5", now "0.45"' in flat(res.out), res.out[-2000:]
     # a candidate's tag moves at the registry after the hosts pulled it
     pin = REG + "lab-pin:1"
     push = ("docker tag {r}lab-vllm:0.17.0 {p} && docker push -q {p} >/dev/null && "

@@ -21,6 +21,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory import 
     RecordError,
     add_to_record,
     free_mib,
+    admission_refusal,
     engine_admission,
     gpu_mib_by_container,
     holders_diff,
@@ -256,3 +257,21 @@ def test_admission_on_unified_memory_reads_memfree_as_vllm_does():
     assert engine_admission(facts, 0.3)["ok"] is True
     with pytest.raises(ValueError):
         engine_admission(facts, 1.5)
+
+
+def test_a_refused_admission_names_host_figures_holders_and_the_fix():
+    # the Spark of REAL-WORLD.md: 36.75 GiB free of 121.63, vLLM asks 0.85 (103.38 GiB)
+    facts = {"gpus": [{"memory_total_mib": None}], "unified_memory": True,
+             "host_memory": {"total_mib": 124548, "free_mib": 37632}}
+    view = engine_admission(facts, 0.85)
+    msg = admission_refusal("spark2", 0.85, view, True, ["pid 4242 python3 (n/a MiB, in old-vllm)"],
+                            ["the model's page cache", "all page caches"])
+    assert msg == ("spark2: the engine would not start - --gpu-memory-utilization 0.85 wants 103.4 GiB of "
+                   "121.6 GiB, and 36.8 GiB is free (MemFree of the unified memory) after evicting the model's "
+                   "page cache and all page caches; at most 0.30 is reachable now; still holding memory: pid 4242 "
+                   "python3 (n/a MiB, in old-vllm). Lower model_server_gpu_memory_utilization to 0.30 or less, or "
+                   "free the memory (gpu_memory_stop_containers / gpu_memory_stop_systemd_units name what the "
+                   "deploy stops); nothing was started")
+    bare = admission_refusal("spark1", 0.9, dict(view, reachable=0.5), False, [], [], "--mem-fraction-static")
+    assert "--mem-fraction-static 0.9" in bare and "(free on the tightest GPU" in bare
+    assert "no GPU process is listed" in bare and "after evicting" not in bare
