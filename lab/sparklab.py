@@ -553,6 +553,29 @@ def ensure_docker26():
     return bindir
 
 
+PROMTOOL = os.path.join(CACHE, "promtool")
+
+
+def ensure_promtool():
+    """promtool, from Debian's prometheus package unpacked into the cache (nothing installed, no
+    Prometheus server started: the package's own install would start one). The static tests
+    check the collection's alert rules with it."""
+    tool = os.path.join(PROMTOOL, "root", "usr", "bin", "promtool")
+    if os.path.exists(tool):
+        return tool
+    log("fetching Debian's prometheus package for promtool (unpacked into %s; nothing installed)" % PROMTOOL)
+    debs = os.path.join(PROMTOOL, "debs")
+    os.makedirs(debs, exist_ok=True)
+    res = run(["apt-get", "download", "prometheus"], cwd=debs, check=False)
+    if res.returncode != 0:  # the package lists may be missing on a fresh machine
+        run(["apt-get", "update", "-qq"])
+        run(["apt-get", "download", "prometheus"], cwd=debs)
+    for deb in sorted(os.listdir(debs)):
+        run(["dpkg", "-x", os.path.join(debs, deb), os.path.join(PROMTOOL, "root")])
+    log("promtool ready: %s" % run([tool, "--version"]).stdout.strip().splitlines()[0])
+    return tool
+
+
 def debian_mirror():
     """The Debian mirror this machine's apt already uses (no host is hard-coded)."""
     for path in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"):
@@ -1338,6 +1361,7 @@ def cmd_deps(args):
     if os.geteuid() != 0:
         raise LabError("installing packages needs root; found uid %d" % os.geteuid())
     ensure_packages()
+    ensure_promtool()
     return 0
 
 

@@ -15,6 +15,9 @@ there, and exit when rank 0 goes away. Only rank 0 serves. Then it serves:
 
     GET  /health                 200 once the actors are placed
     GET  /v1/models              {"data": [{"id": <served model name>, ...}]}
+    GET  /metrics                Prometheus text in the real engine's series names (vLLM's
+                                 vllm:num_requests_running ..., SGLang's sglang:num_running_reqs
+                                 ...), counting the stand-in's own requests and words
     POST /v1/completions         a short, deterministic completion naming the actors' nodes
     POST /v1/chat/completions    the same as a chat message
 
@@ -37,6 +40,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FINGERPRINT = "sparkops-lab-standin"
 STATE = {"ready": False, "nodes": [], "error": None}
+# what /metrics reports: the stand-in's own requests in flight and the words it answered
+LOAD = {"running": 0, "prompt_tokens": 0, "generation_tokens": 0, "lock": threading.Lock()}
+
+
+def metrics_text(engine, model):
+    """Prometheus text in the shape of the real engine's series (see the plugin's _metrics.py)."""
+    with LOAD["lock"]:
+        running, prompt, generated = LOAD["running"], LOAD["prompt_tokens"], LOAD["generation_tokens"]
+    if engine == "sglang":
+        labels = 'engine_type="unified",model_name="%s",pp_rank="0",tp_rank="0"' % model
+        series = [("sglang:num_running_reqs", "gauge", running), ("sglang:num_queue_reqs", "gauge", 0),
+                  ("sglang:token_usage", "gauge", 0.0), ("sglang:gen_throughput", "gauge", 0.0),
+                  ("sglang:prompt_tokens_total", "counter", prompt),
+                  ("sglang:generation_tokens_total", "counter", generated)]
+    else:
+        labels = 'engine="0",model_name="%s"' % model
+        series = [("vllm:num_requests_running", "gauge", running), ("vllm:num_requests_waiting", "gauge", 0),
+                  ("vllm:kv_cache_usage_perc", "gauge", 0.0), ("vllm:prompt_tokens_total", "counter", prompt),
+                  ("vllm:generation_tokens_total", "counter", generated)]
+    lines = ["# LAB STAND-IN: these figures count the stand-in's own requests, not a model's"]
+    for name, kind, value in series:
+        lines += ["# TYPE %s %s" % (name, kind), "%s{%s} %s" % (name, labels, float(value))]
+    return "\n".join(lines) + "\n"
 
 
 def parse_args(argv):
@@ -255,6 +281,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.reply(200, {})
             else:
                 self.reply(503, {"error": STATE["error"] or "placing actors on the Ray cluster"})
+        elif self.path == "/metrics":
+            body = metrics_text(self.server.engine, self.server.model_name).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif self.path == "/v1/models":
             self.reply(200, {"object": "list", "data": [{
                 "id": name, "object": "model", "owned_by": FINGERPRINT,
@@ -272,12 +305,24 @@ class Handler(BaseHTTPRequestHandler):
             return None
         if self.path not in ("/v1/completions", "/v1/chat/completions"):
             return self.reply(404, {"error": "not found"})
+        with LOAD["lock"]:
+            LOAD["running"] += 1
+        try:
+            return self.complete(req)
+        finally:
+            with LOAD["lock"]:
+                LOAD["running"] -= 1
+
+    def complete(self, req):
         if not STATE["ready"]:
             return self.reply(503, {"error": "not ready"})
         if req.get("model") not in (self.server.model_name, None):
             return self.reply(404, {"error": "The model `%s` does not exist." % req.get("model")})
         text = "lab stand-in answer from %d %s on %s" % (
             len(STATE["nodes"]), self.server.ranks, ", ".join(sorted(set(n["ip"] for n in STATE["nodes"]))))
+        with LOAD["lock"]:
+            LOAD["prompt_tokens"] += len(str(req.get("prompt") or req.get("messages") or "").split())
+            LOAD["generation_tokens"] += len(text.split())
         choice = {"index": 0, "finish_reason": "length"}
         if self.path == "/v1/completions":
             choice["text"] = text
@@ -306,6 +351,7 @@ def main_sglang(args):
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.model_name = args.served_model_name or args.model
     server.model_path, server.max_len, server.ranks = args.model, args.max_model_len, "SGLang ranks"
+    server.engine = "sglang"
     server.api_key = api_key(args, sglang=True)
     # as SGLang does at start: it logs its whole server_args, the API key with them
     print("stand-in: server_args=ServerArgs(model_path=%r, host=%r, port=%d, api_key=%r)"
@@ -331,6 +377,7 @@ def main(argv=None):
     server.model_path = args.model
     server.max_len = args.max_model_len
     server.ranks = "Ray actors"
+    server.engine = "vllm"
     server.api_key = api_key(args)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("stand-in: listening on %s:%d (LAB STAND-IN, not an inference engine)"

@@ -17,13 +17,24 @@ from ansible_collections.sparkops.inference.plugins.plugin_utils._controller imp
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = dict(
         dir=dict(type="path", required=True),
-        report=dict(type="dict", required=True),
+        report=dict(type="raw"),
+        text=dict(type="str"),
         names=dict(type="list", elements="str", required=True),
     )
 
     def act(self, args, task_vars):
         directory = os.path.expanduser(args["dir"])
-        text = json.dumps(args["report"], indent=2, sort_keys=True) + "\n"
+        if (args["report"] is None) == (args["text"] is None):
+            return {"failed": True, "msg": "report_write needs one of report (a dict or list, written as JSON) "
+                                           "and text (written as it is); got %s"
+                                           % ("both" if args["text"] is not None else "neither")}
+        if args["text"] is not None:
+            text = args["text"]
+        elif isinstance(args["report"], (dict, list)):
+            text = json.dumps(args["report"], indent=2, sort_keys=True) + "\n"
+        else:
+            return {"failed": True, "msg": "report_write's report must be a dict or a list (written as JSON); "
+                                           "got %s" % type(args["report"]).__name__}
         paths = [os.path.join(directory, n) for n in args["names"]]
         result = {"paths": paths, "written": not self._task.check_mode}
         if self._task.check_mode:

@@ -13,8 +13,8 @@ module: report_write
 short_description: Write the deploy report as JSON on the controller
 version_added: 0.1.0
 description:
-  - Writes O(report) as JSON into each of O(names) under O(dir) on the controller (the directory
-    is created), atomically. Touches no host. Reports C(changed=false) - a report is a record,
+  - Writes O(report) as JSON (or O(text) as it is) into each of O(names) under O(dir) on the
+    controller (the directory is created), atomically. Touches no host. Reports C(changed=false) - a report is a record,
     not a change to the hosts.
   - In check mode writes nothing (a dry run must not replace C(latest.json), the last real
     deploy's report that C(status.yml) shows); returns the paths it would write.
@@ -27,9 +27,14 @@ options:
     type: path
     required: true
   report:
-    description: The report.
-    type: dict
-    required: true
+    description:
+      - The report - a dict or a list (a Prometheus file_sd target list is a list), written as JSON.
+      - One of O(report) and O(text) is required.
+    type: raw
+  text:
+    description: Text written as it is (the alert rules, YAML). Mutually exclusive with O(report).
+    type: str
+    version_added: 0.3.0
   names:
     description: File names to write (for example C(deploy-<time>.json) and C(latest.json)).
     type: list

@@ -14,7 +14,9 @@ short_description: Is the engine's port free before start; is the engine serving
 version_added: 0.1.0
 description:
   - O(phase=status) - one look, never failing - the container's state and image, whether
-    C(/health) answers and what C(/v1/models) lists (what C(status.yml) shows).
+    C(/health) answers, what C(/v1/models) lists and the engine's own load from its C(/metrics)
+    (requests running and waiting, KV cache use, generation tokens per second between two looks
+    O(metrics_interval) apart) - what C(status.yml) shows.
   - O(phase=precheck) - when O(container) is not running, fails if something already listens
     on O(port) (the engine would die on start with "address already in use").
   - O(phase=ready) - waits until C(/health) answers 200 and C(/v1/models) lists
@@ -72,6 +74,13 @@ options:
     description: With O(phase=precheck), check that O(port) is free (the host that serves HTTP).
     type: bool
     default: true
+  metrics_interval:
+    description:
+      - Seconds between the two looks at C(/metrics) that give the generation tokens per second
+        (O(phase=status)); V(0) looks once (SGLang's own throughput gauge is still shown).
+    type: float
+    default: 2
+    version_added: 0.3.0
   log_lines:
     description: Container log lines shown when the engine fails.
     type: int
@@ -100,6 +109,15 @@ container:
   description: The container's name, running, status, image, spec (its C(sparkops.spec) label), started_at, exit_code, restart_policy; null when absent.
   returned: when O(phase=status) or O(phase=precheck)
   type: dict
+metrics:
+  description:
+    - The engine's load from its C(/metrics) (phase status, when it runs) - C(engine) (vllm, sglang or
+      null when neither's series are there), C(running), C(waiting), C(kv_cache_usage) (0-1),
+      C(tokens_per_second) (generation), C(error) (why there are no figures, else null).
+  returned: when O(phase=status)
+  type: dict
+  version_added: 0.3.0
+  sample: {engine: vllm, running: 3.0, waiting: 5.0, kv_cache_usage: 0.62, tokens_per_second: 210.0, error: null}
 health:
   description: HTTP status of C(/health), null when it did not answer (phase status).
   returned: when O(phase=status)
@@ -132,6 +150,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._metrics import (
+    MetricsParseError,
+    engine_load,
+    tokens_per_second,
+)
 from ansible_collections.sparkops.inference.plugins.module_utils._secrets import scrub
 
 
@@ -203,13 +226,43 @@ def list_models(code, text):
         return []
 
 
+def look_at_metrics(base, interval):
+    """The engine's load (metrics of RETURN) from one or two looks at /metrics."""
+    out = {"engine": None, "running": None, "waiting": None, "kv_cache_usage": None,
+           "tokens_per_second": None, "error": None}
+    loads = []
+    for n in range(2 if interval > 0 else 1):
+        if n:
+            time.sleep(interval)
+        t = time.time()
+        code, text = http("GET", base + "/metrics", timeout=3)
+        if code != 200:
+            out["error"] = "GET /metrics: %s" % (("HTTP %d" % code) if code else text)
+            return out
+        try:
+            loads.append((t, engine_load(text)))
+        except MetricsParseError as exc:
+            out["error"] = "GET /metrics: %s" % exc
+            return out
+    last = loads[-1][1]
+    out.update((k, last[k]) for k in ("engine", "running", "waiting", "kv_cache_usage"))
+    if len(loads) == 2:
+        out["tokens_per_second"] = tokens_per_second(loads[0][1], last, loads[1][0] - loads[0][0])
+    else:
+        out["tokens_per_second"] = tokens_per_second(last, None, 0)
+    if last["engine"] is None:
+        out["error"] = "GET /metrics answered without vLLM's or SGLang's series"
+    return out
+
+
 def phase_status(module, base, doc):
     """What runs and answers, changing nothing (status.yml)."""
     res = {"changed": False, "endpoint": base + "/v1", "container": describe(doc), "health": None,
-           "models": []}
+           "models": [], "metrics": None}
     if doc and doc["State"].get("Running"):
         res["health"] = http("GET", base + "/health", timeout=3)[0]
         res["models"] = list_models(*http("GET", base + "/v1/models", timeout=3))
+        res["metrics"] = look_at_metrics(base, module.params["metrics_interval"])
     module.exit_json(**res)
 
 
@@ -387,6 +440,7 @@ def main():
             timeout=dict(type="int", default=1800),
             prompt=dict(type="str", default="The capital of France is"),
             log_lines=dict(type="int", default=30),
+            metrics_interval=dict(type="float", default=2),
             check_port=dict(type="bool", default=True),
             docker_cli=dict(type="str", default="docker"),
         ),

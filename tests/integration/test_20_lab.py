@@ -51,15 +51,26 @@ def test_each_host_is_its_own_machine(lab):
     assert "ray-2.60.0" in res.out, res.out
 
 
-def test_deploy_on_the_lab_twice(lab):
+def test_deploy_on_the_lab_twice(lab, tmp_path):
     res = playbook("deploy.yml", "-i", "inventories/lab")
     assert res.returncode == 0, res.out[-3000:]
     assert "spark1 (head): NVIDIA GB10, unified memory" in res.out
     assert "spark2 (worker): NVIDIA GB10" in res.out
-    res = playbook("deploy.yml", "-i", "inventories/lab")
+    res = playbook("deploy.yml", "-i", "inventories/lab", env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
     assert res.returncode == 0, res.out[-3000:]
     for host in ("spark1", "spark2"):
         assert [l for l in res.out.splitlines() if l.startswith(host) and "changed=0" in l and "failed=0" in l]
+    # beside the report: the Prometheus targets of this cluster and the alert rules, as promtool reads them
+    with open(str(tmp_path / "prometheus" / "sparkops-targets.json")) as f:
+        targets = json.load(f)
+    assert targets == [
+        {"targets": ["10.77.0.11:8000"], "labels": {"sparkops_cluster": "spark1", "sparkops_role": "engine",
+                                                    "sparkops_engine": "vllm", "sparkops_model": "qwen3.5-lab"}},
+        {"targets": ["10.77.0.11:9100", "10.77.0.12:9100"], "labels": {"sparkops_cluster": "spark1",
+                                                                       "sparkops_role": "node"}}]
+    from test_90_static import PROMTOOL  # pylint: disable=import-outside-toplevel
+    check = run([PROMTOOL, "check", "rules", str(tmp_path / "prometheus" / "sparkops-alerts.yml")])
+    assert check.returncode == 0 and "SUCCESS: 3 rules found" in check.out, check.out
 
 
 def test_deploy_check_mode(lab, tmp_path):

@@ -1,5 +1,6 @@
 """model_server on the lab: the stand-in engine on the real Ray cluster; every bad case named."""
 import json
+import re
 import socket
 
 import pytest
@@ -50,11 +51,23 @@ def test_the_controller_reaches_the_engine_only_on_the_heads_management_address(
 
 
 def test_status_shows_the_served_model(served):
-    res = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    # completions while status looks at /metrics, so its two looks see the generation counter
+    # move (bounded: 400 requests 0.2 s apart, stopped when status is done)
+    traffic = ssh(SPARK1, "nohup sh -c 'for i in $(seq 400); do curl -s -m 5 -o /dev/null -H \"Content-Type: "
+                          "application/json\" -d \"{\\\"prompt\\\": \\\"hi\\\", \\\"max_tokens\\\": 8}\" "
+                          "http://10.77.0.11:8000/v1/completions; sleep 0.2; done' </dev/null >/dev/null 2>&1 & echo $!")
+    try:
+        res = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    finally:
+        ssh(SPARK1, "kill %s 2>/dev/null; true" % traffic.out.strip())
     assert res.returncode == 0, res.out[-3000:]
     out = flat(res.out)
     assert "Serving: sparkops-model-server (10.77.0.5:5000/sparkops/lab-vllm:0.17.0) running" in out
     assert "/health 200, models qwen3.5-lab" in out
+    # the engine's own figures (the lab's stand-in counts its requests and words in vLLM's series)
+    load = re.search(r"load: (\d+) request\(s\) running, 0 waiting, (\d+) tokens/s, KV cache 0 % \(vllm's /metrics\)", out)
+    assert load, out[-2000:]
+    assert int(load.group(2)) > 0, load.group(0)
     assert "Last deploy" in out and ": served; image 10.77.0.5:5000/sparkops/lab-vllm:0.17.0 (vllm 0.17.0)" in out
 
 

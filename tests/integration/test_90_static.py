@@ -176,3 +176,19 @@ def test_the_firewall_covers_the_ports_the_other_roles_open():
     with open(os.path.join(ROOT, "plugins", "module_utils", "_containers.py")) as f:
         dist = re.search(r"^SGLANG_DIST_PORT = (\d+)$", f.read(), re.M).group(1)
     assert text.rstrip().endswith(",%s" % dist) or (",%s\n" % dist) in text
+
+
+PROMTOOL = os.path.join(os.environ.get("SPARKOPS_LAB_CACHE", "/var/cache/sparkops-lab"),
+                        "promtool", "root", "usr", "bin", "promtool")
+
+
+def test_the_alert_rules_pass_promtool_and_fire_on_their_series():
+    """promtool (Debian's prometheus package, unpacked by `lab/sparklab.py deps`) checks the rules
+    the deploy writes, and runs tests/prometheus/: each alert fires on the series that should
+    fire it, at the time it should, and not before."""
+    assert os.path.exists(PROMTOOL), "no promtool at %s: run `python3 lab/sparklab.py deps`" % PROMTOOL
+    rules = os.path.join(ROOT, "roles", "report", "files", "sparkops-alerts.yml")
+    res = run([PROMTOOL, "check", "rules", rules])
+    assert res.returncode == 0 and "SUCCESS: 3 rules found" in res.out, res.out
+    res = run([PROMTOOL, "test", "rules", "sparkops-alerts.test.yml"], cwd=os.path.join(ROOT, "tests", "prometheus"))
+    assert res.returncode == 0 and "SUCCESS" in res.out, res.out

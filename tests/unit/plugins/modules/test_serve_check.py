@@ -169,3 +169,51 @@ def test_an_engine_docker_restarts_is_named_with_its_exit_code_and_restarts(monk
     msg = str(err.value)
     assert msg.startswith("the engine exited during start (container sparkops-model-server, exit code 7) on ")
     assert "; Docker restarted it 4 time(s). Its last log lines:\nCUDA out of memory (pretend)" in msg
+
+
+class MetricsHandler(BaseHTTPRequestHandler):
+    """/metrics answers the vLLM fixtures in turn (two looks), as a busy engine would."""
+    bodies = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = MetricsHandler.bodies.pop(0).encode() if MetricsHandler.bodies else b""
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def metrics_server():
+    srv = HTTPServer(("127.0.0.1", 0), MetricsHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield "http://127.0.0.1:%d" % srv.server_address[1]
+    srv.shutdown()
+
+
+def engine_metrics(name):
+    import os
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(here, "fixtures", "engine-metrics", name)) as f:
+        return f.read()
+
+
+def test_status_reads_the_engine_load_from_two_looks_at_metrics(metrics_server):
+    MetricsHandler.bodies[:] = [engine_metrics("vllm-0.17.0-busy-1.txt"), engine_metrics("vllm-0.17.0-busy-2.txt")]
+    load = serve_check.look_at_metrics(metrics_server, 0.2)
+    assert (load["engine"], load["running"], load["waiting"], load["kv_cache_usage"], load["error"]) == \
+        ("vllm", 4.0, 2.0, 0.64, None)
+    # 420 tokens in the time between the looks (0.2 s and the request): between 0 and 2100 tokens/s
+    assert 0 < load["tokens_per_second"] <= 2100
+
+
+def test_status_names_why_there_are_no_figures(metrics_server):
+    MetricsHandler.bodies[:] = []
+    load = serve_check.look_at_metrics(metrics_server, 0)
+    assert load["error"] == "GET /metrics: HTTP 404" and load["running"] is None
+    MetricsHandler.bodies[:] = ["process_cpu_seconds_total 3\n"]
+    load = serve_check.look_at_metrics(metrics_server, 0)
+    assert load["error"] == "GET /metrics answered without vLLM's or SGLang's series"
