@@ -84,3 +84,21 @@ def test_a_utilization_out_of_range_says_what_is_expected(host, capsys):
     res = run_module(capsys, dict(host, utilization=85.0))
     assert res["failed"] is True
     assert res["msg"] == "utilization must be above 0 and at most 1 (a fraction of the memory); got 85.0"
+
+
+def test_on_a_discrete_gpu_it_decides_as_it_did_on_the_h200(tmp_path, capsys):
+    """nvidia-smi as captured on the lent H200 while another process held 40 GiB of GPU 0: the
+    module run there refused 0.71 and admitted 0.70 (torch's own numbers agreed, results.json);
+    from the same report it must decide the same here, naming the holder."""
+    where = os.path.join(FIXTURES, "h200-admission", "module")
+    smi = tool(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(where, "nvidia-smi-q-held-40g-gpu0.xml"))
+    args = {"nvidia_smi_path": smi, "docker_cli": tool(tmp_path / "docker", "#!/bin/sh\nexit 0\n")}
+    with open(os.path.join(where, "results.json")) as f:
+        seen = dict((r["utilization"], r) for r in json.load(f)["held"])
+    for utilization in (0.5, 0.7, 0.71, 0.9):
+        res = run_module(capsys, dict(args, utilization=utilization))
+        assert (not res.get("failed")) == seen[utilization]["module_ok"] == seen[utilization]["engine_ok"], utilization
+        assert res["admission"]["unified_memory"] is False and res["admission"]["reachable"] == 0.70
+    assert "at most 0.70 is reachable now; still holding memory: pid 506 /opt/torch/.venv/bin/python3 (41478 MiB" \
+        in res["msg"]
+    assert "(free on the tightest GPU, less the engine's CUDA context)" in res["msg"]
