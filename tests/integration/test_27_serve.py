@@ -68,6 +68,8 @@ def test_status_shows_the_served_model(served):
     load = re.search(r"load: (\d+) request\(s\) running, 0 waiting, (\d+) tokens/s, KV cache 0 % \(vllm's /metrics\)", out)
     assert load, out[-2000:]
     assert int(load.group(2)) > 0, load.group(0)
+    # the fabric as the last deploy measured it (the lab: sockets over the fabric's veth, no RDMA)
+    assert "Fabric (as the last deploy found it): enp1s0f1np1, MTU 9000, NET/Socket" in out, out[-2000:]
     assert "Last deploy" in out and ": served; image 10.77.0.5:5000/sparkops/lab-vllm:0.17.0 (vllm 0.17.0)" in out
 
 
