@@ -50,7 +50,7 @@ def module(utilization, wait=0):
         json.dump({"ANSIBLE_MODULE_ARGS": {"utilization": utilization, "model_path": MODEL, "wait": wait,
                                            "drop_caches": False}}, f)
     res = subprocess.run([sys.executable, "-m", "ansible_collections.sparkops.inference.plugins.modules.memory_admission",
-                          args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=COLL)
+                          args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=COLL, check=False)
     try:
         return json.loads(res.stdout)
     except ValueError:
