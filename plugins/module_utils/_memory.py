@@ -279,14 +279,15 @@ def engine_admission(gpu_facts, utilization, context_mib=CUDA_CONTEXT_MIB):
     nvidia-smi's used + free (its total less what the driver reserves) and its free is nvidia-smi's
     free less the engine's own CUDA context.
 
-    Returns {"ok", "wanted_mib", "free_mib", "total_mib", "reachable"} for the tightest GPU (or the
-    host's memory), reachable being the highest utilization (two decimals) that passes now.
+    Returns {"ok", "unified_memory", "wanted_mib", "free_mib", "total_mib", "reachable"} for the
+    tightest GPU (or the host's memory), reachable being the highest utilization (two decimals) that passes now.
     """
     if not 0 < utilization <= 1:
         raise ValueError("the engine's memory utilization must be in (0, 1]; got %s" % utilization)
     gpus = gpu_facts.get("gpus") or []
     views = []
-    if not gpus or gpu_facts.get("unified_memory"):
+    unified = not gpus or bool(gpu_facts.get("unified_memory"))
+    if unified:
         mem = gpu_facts["host_memory"]
         views.append((mem["free_mib"], mem["total_mib"]))
     else:
@@ -300,7 +301,7 @@ def engine_admission(gpu_facts, utilization, context_mib=CUDA_CONTEXT_MIB):
     best = None
     for free, total in views:
         wanted = utilization * total
-        view = {"ok": free >= wanted, "wanted_mib": int(round(wanted)), "free_mib": int(free),
+        view = {"ok": free >= wanted, "unified_memory": unified, "wanted_mib": int(round(wanted)), "free_mib": int(free),
                 "total_mib": int(total), "reachable": int(100.0 * free / total) / 100.0 if total else 0.0}
         if best is None or view["reachable"] < best["reachable"]:
             best = view
@@ -311,12 +312,12 @@ def gib(mib):
     return "%.1f GiB" % (mib / 1024.0)
 
 
-def admission_refusal(host, utilization, view, unified, holders, evicted, flag="--gpu-memory-utilization"):
+def admission_refusal(host, utilization, view, holders, evicted, flag="--gpu-memory-utilization"):
     """The message of a refused admission: what the engine wants, what is free, what it could
     have now, who holds the rest, what was already tried, and what to do. `view` is
     engine_admission()'s, `holders` still_holding()'s sentences, `evicted` what was tried
     ("the model's page cache", "all page caches")."""
-    where = "MemFree of the unified memory" if unified else "free on the tightest GPU, less the engine's CUDA context"
+    where = "MemFree of the unified memory" if view["unified_memory"] else "free on the tightest GPU, less the engine's CUDA context"
     tried = (" after evicting %s" % " and ".join(evicted)) if evicted else ""
     held = ("; still holding memory: %s" % ", ".join(holders)) if holders else \
         "; no GPU process is listed, so the rest is the host's own use (processes, page cache, the Ray containers)"

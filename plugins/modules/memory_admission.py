@@ -233,12 +233,11 @@ def main():
         while not view["ok"] and time.time() < deadline:
             time.sleep(2)
             view = look()
-    unified = not look.facts.get("gpus") or bool(look.facts.get("unified_memory"))
     holders = still_holding(look.facts)
-    result = dict(view, unified_memory=unified, evicted=evicted, evicted_files=files,
-                  gained_mib=view["free_mib"] - first_free, holders=holders)
+    result = dict(view, evicted=evicted, evicted_files=files, gained_mib=view["free_mib"] - first_free,
+                  holders=holders)
     if not view["ok"]:
-        msg = admission_refusal(socket.gethostname(), p["utilization"], view, unified, holders, evicted, p["flag"])
+        msg = admission_refusal(socket.gethostname(), p["utilization"], view, holders, evicted, p["flag"])
         if module.check_mode:
             module.warn("in check mode nothing was stopped before this look, so it may differ from a deploy's: " + msg)
         else:

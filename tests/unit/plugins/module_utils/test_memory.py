@@ -264,7 +264,7 @@ def test_a_refused_admission_names_host_figures_holders_and_the_fix():
     facts = {"gpus": [{"memory_total_mib": None}], "unified_memory": True,
              "host_memory": {"total_mib": 124548, "free_mib": 37632}}
     view = engine_admission(facts, 0.85)
-    msg = admission_refusal("spark2", 0.85, view, True, ["pid 4242 python3 (n/a MiB, in old-vllm)"],
+    msg = admission_refusal("spark2", 0.85, view, ["pid 4242 python3 (n/a MiB, in old-vllm)"],
                             ["the model's page cache", "all page caches"])
     assert msg == ("spark2: the engine would not start - --gpu-memory-utilization 0.85 wants 103.4 GiB of "
                    "121.6 GiB, and 36.8 GiB is free (MemFree of the unified memory) after evicting the model's "
@@ -272,6 +272,6 @@ def test_a_refused_admission_names_host_figures_holders_and_the_fix():
                    "python3 (n/a MiB, in old-vllm). Lower model_server_gpu_memory_utilization to 0.30 or less, or "
                    "free the memory (gpu_memory_stop_containers / gpu_memory_stop_systemd_units name what the "
                    "deploy stops); nothing was started")
-    bare = admission_refusal("spark1", 0.9, dict(view, reachable=0.5), False, [], [], "--mem-fraction-static")
+    bare = admission_refusal("spark1", 0.9, dict(view, reachable=0.5, unified_memory=False), [], [], "--mem-fraction-static")
     assert "--mem-fraction-static 0.9" in bare and "(free on the tightest GPU" in bare
     assert "no GPU process is listed" in bare and "after evicting" not in bare

@@ -5,8 +5,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
 import pytest
 
 from ansible_collections.sparkops.inference.plugins.module_utils._metrics import (
@@ -16,17 +14,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._metrics import
     tokens_per_second,
 )
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "fixtures", "engine-metrics")
 
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as f:
-        return f.read()
-
-
-def test_vllm_load_and_tokens_per_second_between_two_looks():
-    first, second = engine_load(fixture("vllm-0.17.0-busy-1.txt")), engine_load(fixture("vllm-0.17.0-busy-2.txt"))
+def test_vllm_load_and_tokens_per_second_between_two_looks(fixture_text):
+    first, second = engine_load(fixture_text("engine-metrics", "vllm-0.17.0-busy-1.txt")), engine_load(fixture_text("engine-metrics", "vllm-0.17.0-busy-2.txt"))
     assert first == {"engine": "vllm", "running": 3.0, "waiting": 5.0, "generation_tokens": 40112.0,
                      "prompt_tokens": 18230.0, "kv_cache_usage": 0.62, "throughput": None}
     assert (second["running"], second["waiting"]) == (4.0, 2.0)
@@ -34,14 +24,14 @@ def test_vllm_load_and_tokens_per_second_between_two_looks():
     assert tokens_per_second(second, first, 2.0) is None  # the counter went back: a restart between looks
 
 
-def test_idle_vllm_is_zero_not_absent():
-    load = engine_load(fixture("vllm-0.17.0-idle.txt"))
+def test_idle_vllm_is_zero_not_absent(fixture_text):
+    load = engine_load(fixture_text("engine-metrics", "vllm-0.17.0-idle.txt"))
     assert (load["running"], load["waiting"], load["generation_tokens"]) == (0.0, 0.0, 0.0)
     assert tokens_per_second(load, load, 2.0) == 0.0
 
 
-def test_sglang_ranks_report_one_batch_and_its_own_throughput_gauge():
-    load = engine_load(fixture("sglang-0.5.4-busy.txt"))
+def test_sglang_ranks_report_one_batch_and_its_own_throughput_gauge(fixture_text):
+    load = engine_load(fixture_text("engine-metrics", "sglang-0.5.4-busy.txt"))
     # two tensor-parallel ranks, each reporting the same 2 running requests: 2, not 4
     assert load == {"engine": "sglang", "running": 2.0, "waiting": 1.0, "generation_tokens": 51200.0,
                     "prompt_tokens": None, "kv_cache_usage": 0.41, "throughput": 37.5}

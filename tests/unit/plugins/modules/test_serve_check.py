@@ -194,15 +194,9 @@ def metrics_server():
     srv.shutdown()
 
 
-def engine_metrics(name):
-    import os
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    with open(os.path.join(here, "fixtures", "engine-metrics", name)) as f:
-        return f.read()
-
-
-def test_status_reads_the_engine_load_from_two_looks_at_metrics(metrics_server):
-    MetricsHandler.bodies[:] = [engine_metrics("vllm-0.17.0-busy-1.txt"), engine_metrics("vllm-0.17.0-busy-2.txt")]
+def test_status_reads_the_engine_load_from_two_looks_at_metrics(metrics_server, fixture_text):
+    MetricsHandler.bodies[:] = [fixture_text("engine-metrics", "vllm-0.17.0-busy-1.txt"),
+                                fixture_text("engine-metrics", "vllm-0.17.0-busy-2.txt")]
     load = serve_check.look_at_metrics(metrics_server, 0.2)
     assert (load["engine"], load["running"], load["waiting"], load["kv_cache_usage"], load["error"]) == \
         ("vllm", 4.0, 2.0, 0.64, None)
