@@ -16,7 +16,8 @@ from ansible_collections.sparkops.inference.plugins.module_utils._metrics import
 
 
 def test_vllm_load_and_tokens_per_second_between_two_looks(fixture_text):
-    first, second = engine_load(fixture_text("engine-metrics", "vllm-0.17.0-busy-1.txt")), engine_load(fixture_text("engine-metrics", "vllm-0.17.0-busy-2.txt"))
+    first = engine_load(fixture_text("engine-metrics", "vllm-0.17.0-busy-1.txt"))
+    second = engine_load(fixture_text("engine-metrics", "vllm-0.17.0-busy-2.txt"))
     assert first == {"engine": "vllm", "running": 3.0, "waiting": 5.0, "generation_tokens": 40112.0,
                      "prompt_tokens": 18230.0, "kv_cache_usage": 0.62, "throughput": None}
     assert (second["running"], second["waiting"]) == (4.0, 2.0)
