@@ -34,4 +34,5 @@ class FilterModule(object):
     def filters(self):
         return {"ray_container": _wrap(_containers.ray_container),
                 "engine_container": _wrap(_containers.engine_container),
+                "watchdog_container": _wrap(_containers.watchdog_container),
                 "engine_command": engine_command}

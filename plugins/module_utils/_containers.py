@@ -6,6 +6,7 @@
 - ray_container(): the Ray head / worker (roles/ray_cluster).
 - engine_command() + engine_container(): the vLLM or SGLang engine (roles/model_server).
 - preflight_run_args(): the fabric preflight's `docker run` (plugins/modules/fabric_preflight).
+- watchdog_container(): the watchdog's agent on every host (roles/watchdog, module_utils/_watchdog).
 
 The first two return the very dict handed to ``community.docker.docker_container`` (through the
 ``sparkops.inference.ray_container`` / ``engine_container`` filters), with the label
@@ -23,6 +24,7 @@ import hashlib
 import json
 
 from ansible_collections.sparkops.inference.plugins.module_utils import _secrets
+from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog
 
 SPEC_LABEL = "sparkops.spec"
 ENV_FILE_LABEL = "sparkops.env-sha256"
@@ -249,6 +251,49 @@ def engine_container(o):
             "capabilities": list(o.get("capabilities") or []),
             "ulimits": list(o.get("ulimits") or []),
         })
+    return _hashed(spec)
+
+
+WATCHDOG_AGENT = "/opt/sparkops/watchdog.py"
+DOCKER_SOCKET = "/var/run/docker.sock"
+
+
+def watchdog_container(o):
+    """The docker_container arguments of a host's watchdog agent.
+
+    o: name, image (one the host holds: the Ray container's, whose python3 runs the agent),
+    agent_path (the agent on the host), agent_sha256 (a label: a new agent recreates the
+    container), state_dir (the state file, the pause file and the cluster's lock live there),
+    config_dir (the Ray token and the engine's API key are read there), restart_policy, and
+    config: the agent's settings (_watchdog.config() checks them here, before anything starts).
+    """
+    _need(o, "name", "image", "agent_path", "state_dir", "config_dir")
+    restart = str(o.get("restart_policy") or "no")
+    if restart not in RESTART_POLICIES:
+        raise SpecError("restart_policy is %r: expected one of %s" % (restart, ", ".join(RESTART_POLICIES)))
+    try:
+        cfg = _watchdog.config(o.get("config") or {})
+    except _watchdog.ConfigError as exc:
+        raise SpecError("the watchdog's settings: %s" % exc)
+    # only what the agent was given, in a stable form: the defaults stay the agent's own
+    given = dict((k, v) for k, v in (o.get("config") or {}).items() if v is not None and v != "")
+    given["paused"] = cfg["paused"]
+    spec = {
+        "name": o["name"], "image": o["image"], "pull": "missing", "state": "started",
+        "restart_policy": restart, "network_mode": "host",
+        # root whatever the image's USER: the agent talks to the Docker socket and reads the token
+        "user": "0:0",
+        "labels": {"sparkops.role": "watchdog", "sparkops.agent-sha256": str(o.get("agent_sha256") or "")},
+        "mounts": [
+            {"type": "bind", "source": o["agent_path"], "target": WATCHDOG_AGENT, "read_only": True},
+            {"type": "bind", "source": DOCKER_SOCKET, "target": DOCKER_SOCKET},
+            {"type": "bind", "source": o["state_dir"], "target": o["state_dir"]},
+            {"type": "bind", "source": o["config_dir"], "target": o["config_dir"], "read_only": True},
+        ],
+        # the program set explicitly, as for the Ray containers: the image's ENTRYPOINT is vLLM's
+        "entrypoint": ["python3", "-u", WATCHDOG_AGENT],
+        "command": [json.dumps(given, sort_keys=True)],
+    }
     return _hashed(spec)
 
 

@@ -169,7 +169,7 @@ def test_the_firewall_covers_the_ports_the_other_roles_open():
     with open(os.path.join(ROOT, "roles", "ray_cluster", "tasks", "firewall_vars.yml")) as f:
         text = f.read()
     for role, var in (("model_server", "model_server_port"), ("engine_image", "engine_image_transfer_port"),
-                      ("fabric", "fabric_preflight_port")):
+                      ("fabric", "fabric_preflight_port"), ("watchdog", "watchdog_port")):
         with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as f:
             default = yaml.safe_load(f)[var]
         assert "%s | default(%d)" % (var, default) in text, var

@@ -1,0 +1,503 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watchdog: its decisions (pure) and the agent that runs them on every host.
+
+One agent per host, in a container of its own (``sparkops-watchdog``, restart policy as our
+other containers, so it comes back after a reboot without a unit file), started by
+roles/watchdog with ``python3 -u _watchdog.py CONFIG``: this very file, copied to the host
+(standard library only; nothing of Ansible is imported, the image's python3 runs it).
+
+- The **head's** agent asks the engine for a real short completion every ``interval`` seconds.
+  After ``failures`` failed answers in a row it restarts the cluster as one gang, in the order
+  Ray needs, and publishes each phase of that restart (a generation number and a phase) over
+  HTTP on the head's fabric address: ``stop`` (every engine container stopped), ``ray`` (the
+  head's Ray container restarted, then every worker's), ``engine`` (the engines started
+  again), ``done``. It waits for every worker's agent to confirm a phase (``phase_timeout``)
+  before it publishes the next. At most ``max_restarts`` gang restarts per ``window`` seconds;
+  past that budget it stops trying and records that it gave up (until the engine answers
+  again). A pause file, the ``paused`` setting, or the cluster's deploy lock (a deploy or a
+  teardown at work) pauses it.
+- A **worker's** agent asks the head's agent for the generation every ``poll`` seconds and
+  runs on its own host the phases it has not run yet (stop its engine container if it has one,
+  restart its Ray container, start its engine). The head's answers are signed with the
+  cluster's Ray token (HMAC-SHA256), so nothing else on the network can restart a worker.
+- Each agent keeps its state in ``state_file`` (``/var/lib/sparkops/watchdog.json``), which
+  ``status.yml`` and the report read (``describe``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import hmac
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+PHASES = ("stop", "ray", "engine", "done")
+DEFAULTS = {
+    "interval": 30, "timeout": 20, "failures": 3, "max_restarts": 2, "window": 3600,
+    "grace": 900, "phase_timeout": 600, "stop_timeout": 30, "poll": 2, "paused": False,
+}
+POSITIVE = ("interval", "timeout", "failures", "window", "grace", "phase_timeout", "poll")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------------------- pure decisions
+
+def config(o):
+    """The agent's settings: DEFAULTS overridden by o, checked. Raises ConfigError naming the key,
+    what it expected and what it found."""
+    cfg = dict(DEFAULTS)
+    cfg.update(dict((k, v) for k, v in (o or {}).items() if v is not None and v != ""))
+    if cfg.get("role") not in ("head", "worker"):
+        raise ConfigError("role is %r: expected head or worker" % (cfg.get("role"),))
+    for key in POSITIVE + ("max_restarts", "stop_timeout"):
+        try:
+            cfg[key] = int(cfg[key])
+        except (TypeError, ValueError):
+            raise ConfigError("%s is %r: expected a whole number" % (key, cfg[key]))
+        if key in POSITIVE and cfg[key] < 1 or cfg[key] < 0:
+            raise ConfigError("%s is %r: expected %s" % (key, cfg[key], "1 or more" if key in POSITIVE else "0 or more"))
+    if cfg["timeout"] > cfg["interval"]:
+        raise ConfigError("timeout is %d s, longer than the interval (%d s): a probe would still run when the "
+                          "next is due; set watchdog_timeout below watchdog_interval" % (cfg["timeout"], cfg["interval"]))
+    need = ("host", "ray_container", "engine_container", "state_file")
+    if cfg["role"] == "head":
+        need += ("probe_url", "model", "listen", "port", "workers", "pause_file", "lock_file")
+    else:
+        need += ("head_url",)
+    missing = [k for k in need if cfg.get(k) is None or cfg.get(k) == ""]
+    if missing:
+        raise ConfigError("the %s's agent needs %s" % (cfg["role"], ", ".join(missing)))
+    cfg["paused"] = cfg["paused"] in (True, "true", "True", "yes", 1, "1")
+    return cfg
+
+
+def new_state(role):
+    return {"role": role, "state": "starting", "failures": 0, "restarts": [], "generation": 0,
+            "phase": "done", "last_ok": None, "last_check": None, "last_error": None,
+            "gave_up_at": None, "grace_until": None, "paused_by": None, "gangs": []}
+
+
+def recent(restarts, now, window):
+    return [t for t in restarts if now - t < window]
+
+
+def decide(state, ok, error, now, cfg, paused_by=None, idle=None):
+    """One probe's verdict -> (the new state, 'restart' or None). Pure: state is not changed.
+
+    ok/error: the probe's result; paused_by: why the agent must not act (pause file, setting,
+    lock) or None; idle: why there is nothing to watch (the engine container absent or stopped
+    by hand) or None."""
+    st = dict(state, last_check=now, paused_by=paused_by)
+    if paused_by:
+        st.update(state="paused", failures=0, last_error=error)
+        if ok:
+            st["last_ok"] = now
+        return st, None
+    if idle:
+        st.update(state="idle", failures=0, last_error=idle)
+        return st, None
+    if ok:
+        st.update(state="watching", failures=0, last_ok=now, last_error=None, gave_up_at=None, grace_until=None)
+        return st, None
+    st["last_error"] = error
+    if st.get("state") == "gave-up":  # until the engine answers again: no restart loop
+        return st, None
+    if st.get("grace_until") and now < st["grace_until"]:
+        st["state"] = "starting"  # a restarted engine loads its weights: not a failure yet
+        return st, None
+    st["failures"] = int(st.get("failures") or 0) + 1
+    if st["failures"] < cfg["failures"]:
+        st["state"] = "failing"
+        return st, None
+    if len(recent(st.get("restarts") or [], now, cfg["window"])) >= cfg["max_restarts"]:
+        st.update(state="gave-up", gave_up_at=st.get("gave_up_at") or now)
+        return st, None
+    return st, "restart"
+
+
+def gang_started(state, now, counted=True):
+    """The state as a gang restart begins: a new generation, its first phase, counted in the window
+    (a restart resumed after the agent itself was restarted is not counted twice)."""
+    st = dict(state, generation=int(state.get("generation") or 0) + 1, phase=PHASES[0], state="restarting",
+              failures=0)
+    if counted:
+        st["restarts"] = list(state.get("restarts") or []) + [now]
+    return st
+
+
+def gang_done(state, now, cfg, missing):
+    """The state after the gang restart: the engine gets `grace` seconds to load before a failed
+    answer counts; `missing` lists the workers that did not confirm a phase in time."""
+    gangs = list(state.get("gangs") or [])[-9:] + [{"generation": state["generation"], "at": now, "missing": missing}]
+    return dict(state, phase="done", state="starting", grace_until=now + cfg["grace"], gangs=gangs)
+
+
+def phase_index(phase):
+    return PHASES.index(phase) if phase in PHASES else len(PHASES) - 1
+
+
+def pending(done, published):
+    """The phases a worker still has to run: done and published are (generation, phase).
+
+    A newer generation: every phase up to the published one (a worker that came late still stops,
+    restarts its Ray node and starts its engine, in that order); the same generation: the phases
+    after the last one it ran; an older or equal one: nothing."""
+    dgen, dphase = done
+    pgen, pphase = published
+    if pgen > dgen:
+        return list(PHASES[:phase_index(pphase) + 1])
+    if pgen == dgen:
+        return list(PHASES[phase_index(dphase) + 1:phase_index(pphase) + 1])
+    return []
+
+
+def sign(key, doc):
+    """doc with a 'mac': HMAC-SHA256 over its JSON (keys sorted) under key (bytes); '' without a key."""
+    body = dict((k, v) for k, v in doc.items() if k != "mac")
+    text = json.dumps(body, sort_keys=True).encode("utf-8")
+    body["mac"] = hmac.new(key, text, hashlib.sha256).hexdigest() if key else ""
+    return body
+
+
+def verified(key, doc):
+    """Whether doc's mac is the one key gives (always true without a key: Ray auth off)."""
+    if not key:
+        return True
+    return hmac.compare_digest(str(doc.get("mac") or ""), sign(key, doc)["mac"])
+
+
+def _ago(now, then):
+    return "%d s ago" % max(0, round(now - then)) if then else "never"
+
+
+SHOWN = ("interval", "failures", "max_restarts", "window", "grace")
+
+
+def describe(state, now):
+    """One line for status.yml and the report: what the agent does and why (its settings are in
+    the state file too, under 'config')."""
+    cfg = (state or {}).get("config") or {}
+    if not state:
+        return "no state yet (the agent has not run)"
+    if state.get("role") == "worker":
+        return "follows the head's agent: generation %s (%s) done; head last answered %s%s" % (
+            state.get("generation", 0), state.get("phase", "done"), _ago(now, state.get("last_contact")),
+            "; " + state["last_error"] if state.get("last_error") else "")
+    window = int(cfg.get("window") or DEFAULTS["window"])
+    budget = "%d gang restart(s) in the last %d s (at most %s)" % (
+        len(recent(state.get("restarts") or [], now, window)), window, cfg.get("max_restarts", DEFAULTS["max_restarts"]))
+    what = state.get("state")
+    if what == "gave-up":
+        return ("GAVE UP %s: the engine still does not answer (%s) after %s; it restarts nothing until the "
+                "engine answers again - look at the engine's log, then re-deploy" % (
+                    _ago(now, state.get("gave_up_at")), state.get("last_error"), budget))
+    if what == "paused":
+        return "paused (%s): it restarts nothing; %s" % (state.get("paused_by"), budget)
+    if what == "idle":
+        return "idle: %s; %s" % (state.get("last_error"), budget)
+    if what == "restarting":
+        return "restarting the cluster as one gang: generation %s, phase %s" % (state.get("generation"), state.get("phase"))
+    if what == "failing":
+        return "FAILING: %s failed answer(s) in a row (restarts at %s): %s; %s" % (
+            state.get("failures"), cfg.get("failures", DEFAULTS["failures"]), state.get("last_error"), budget)
+    if what == "starting":
+        return "starting: the engine has not answered yet%s; %s" % (
+            " (restarted by the watchdog %s)" % _ago(now, state["gangs"][-1]["at"]) if state.get("gangs") else "", budget)
+    return "watching: the engine answered %s; %s" % (_ago(now, state.get("last_ok")), budget)
+
+
+# ---------------------------------------------------------------------------- the agent (I/O)
+
+def _write_json(path, doc):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+    os.rename(tmp, path)
+
+
+def _read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def _log(msg):
+    sys.stdout.write("%s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), msg))
+    sys.stdout.flush()
+
+
+class Docker(object):
+    """The Engine API over the unix socket, unversioned paths (the daemon's own version)."""
+
+    def __init__(self, path="/var/run/docker.sock", timeout=120):
+        self.path, self.timeout = path, timeout
+
+    def call(self, method, url):
+        import http.client  # pylint: disable=import-outside-toplevel
+
+        class _Conn(http.client.HTTPConnection):
+            def connect(conn):  # pylint: disable=no-self-argument
+                conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                conn.sock.settimeout(self.timeout)
+                conn.sock.connect(self.path)
+
+        conn = _Conn("localhost", timeout=self.timeout)
+        try:
+            conn.request(method, url)
+            res = conn.getresponse()
+            body = res.read()
+            return res.status, body
+        finally:
+            conn.close()
+
+    def status(self, name):
+        """'running', 'restarting', 'exited', ... or None when there is no such container."""
+        code, body = self.call("GET", "/containers/%s/json" % name)
+        if code == 404:
+            return None
+        return json.loads(body.decode("utf-8"))["State"]["Status"]
+
+    def act(self, verb, name, wait=30):
+        query = "?t=%d" % wait if verb in ("stop", "restart") else ""
+        code, body = self.call("POST", "/containers/%s/%s%s" % (name, verb, query))
+        if code == 404:
+            return "absent"
+        if code not in (204, 304):
+            raise RuntimeError("docker %s %s: HTTP %d %s" % (verb, name, code, body[:200]))
+        return "done"
+
+
+def probe(cfg, api_key):
+    """A real short completion: (True, None) or (False, why)."""
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    body = json.dumps({"model": cfg["model"], "prompt": "ping", "max_tokens": 1}).encode("utf-8")
+    req = urllib.request.Request(cfg["probe_url"], data=body, headers={"Content-Type": "application/json"})
+    if api_key:
+        req.add_header("Authorization", "Bearer " + api_key)
+    try:
+        res = urllib.request.urlopen(req, timeout=cfg["timeout"])  # nosec - the engine's own URL
+        doc = json.loads(res.read().decode("utf-8"))
+        if doc.get("choices"):
+            return True, None
+        return False, "an answer without choices"
+    except Exception as exc:  # pylint: disable=broad-except
+        return False, "no completion in %d s from %s: %s" % (cfg["timeout"], cfg["probe_url"], exc)
+
+
+def _key(cfg):
+    try:
+        with open(cfg.get("token_file") or "/nonexistent", "rb") as f:
+            return f.read().strip()
+    except (IOError, OSError):
+        return b""
+
+
+class Head(object):
+    def __init__(self, cfg, docker):
+        self.cfg, self.docker = cfg, docker
+        self.state = _read_json(cfg["state_file"]) or new_state("head")
+        self.state["role"] = "head"
+        self.workers = dict((w, (0, "done")) for w in cfg["workers"])
+        self.lock = threading.Lock()
+
+    def save(self):
+        _write_json(self.cfg["state_file"], dict(self.state, config=dict((k, self.cfg[k]) for k in SHOWN), workers=dict(
+            (w, {"generation": g, "phase": p}) for w, (g, p) in self.workers.items())))
+
+    def published(self):
+        return {"generation": self.state["generation"], "phase": self.state["phase"]}
+
+    def seen(self, host, generation, phase):
+        with self.lock:
+            if host in self.workers:
+                self.workers[host] = (generation, phase)
+
+    def paused_by(self):
+        if self.cfg["paused"]:
+            return "watchdog_paused is true"
+        if os.path.exists(self.cfg["pause_file"]):
+            return "pause file %s" % self.cfg["pause_file"]
+        lock = _read_json(self.cfg["lock_file"])
+        if lock is not None:
+            return "a deploy holds the cluster's lock (%s by %s since %s)" % (
+                lock.get("playbook"), lock.get("user"), lock.get("since"))
+        return None
+
+    def idle(self):
+        status = self.docker.status(self.cfg["engine_container"])
+        if status is None:
+            return "nothing to watch: no container %s" % self.cfg["engine_container"]
+        if status not in ("running", "restarting"):
+            return "%s is %s (stopped by hand or by a deploy: left alone)" % (self.cfg["engine_container"], status)
+        return None
+
+    def wait_workers(self, phase):
+        t0 = time.time()
+        want = (self.state["generation"], phase_index(phase))
+        while True:
+            with self.lock:
+                missing = sorted(w for w, (g, p) in self.workers.items() if (g, phase_index(p)) < want)
+            if not missing or time.time() - t0 > self.cfg["phase_timeout"]:
+                return missing
+            time.sleep(0.5)
+
+    def publish(self, phase):
+        self.state["phase"] = phase
+        self.save()
+        _log("gang restart, generation %d: %s" % (self.state["generation"], phase))
+
+    def gang(self, counted=True):
+        cfg, docker = self.cfg, self.docker
+        self.state = gang_started(self.state, time.time(), counted)
+        missing = set()
+        self.publish("stop")
+        docker.act("stop", cfg["engine_container"], cfg["stop_timeout"])
+        missing.update(self.wait_workers("stop"))
+        docker.act("restart", cfg["ray_container"], cfg["stop_timeout"])
+        self.publish("ray")
+        missing.update(self.wait_workers("ray"))
+        self.publish("engine")
+        docker.act("start", cfg["engine_container"])
+        missing.update(self.wait_workers("engine"))
+        self.state = gang_done(self.state, time.time(), cfg, sorted(missing))
+        self.save()
+        _log("gang restart, generation %d: done%s" % (
+            self.state["generation"], "; no answer from " + ", ".join(sorted(missing)) if missing else ""))
+
+    def failed_gang(self, exc):
+        """A Docker call of the gang restart failed: the engine is started again in any case (a
+        stopped engine would read as 'stopped by hand' and never be watched again)."""
+        self.state["last_error"] = "the gang restart failed: %s" % exc
+        _log(self.state["last_error"])
+        try:
+            self.publish("engine")
+            self.docker.act("start", self.cfg["engine_container"])
+        except Exception as again:  # pylint: disable=broad-except
+            _log("starting %s again failed too: %s" % (self.cfg["engine_container"], again))
+        self.state = gang_done(self.state, time.time(), self.cfg, ["(failed: %s)" % exc])
+
+    def serve(self):
+        head = self
+
+        import http.server  # pylint: disable=import-outside-toplevel
+        from urllib.parse import parse_qs, urlparse  # pylint: disable=import-outside-toplevel
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # pylint: disable=invalid-name
+                url = urlparse(self.path)
+                if url.path != "/gang":
+                    self.send_error(404)
+                    return
+                q = dict((k, v[0]) for k, v in parse_qs(url.query).items())
+                try:
+                    head.seen(q.get("host"), int(q.get("generation", 0)), q.get("phase", "done"))
+                except ValueError:
+                    pass
+                doc = json.dumps(sign(_key(head.cfg), head.published())).encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(doc)))
+                self.end_headers()
+                self.wfile.write(doc)
+
+            def log_message(self, *args):  # quiet: one line per poll would bury the log
+                return
+
+        server = http.server.ThreadingHTTPServer((self.cfg["listen"], int(self.cfg["port"])), Handler)
+        thread = threading.Thread(target=server.serve_forever)
+        thread.daemon = True
+        thread.start()
+
+    def run(self):
+        cfg = self.cfg
+        self.serve()
+        if self.state.get("phase") not in (None, "done"):
+            _log("a gang restart was cut short (generation %s, %s): running it again" % (
+                self.state.get("generation"), self.state.get("phase")))
+            self.gang(counted=False)
+        while True:
+            t0 = time.time()
+            paused, idle = self.paused_by(), None
+            try:
+                idle = self.idle()
+                ok, error = (False, None) if idle else probe(cfg, self.api_key())
+            except Exception as exc:  # pylint: disable=broad-except
+                ok, error = False, "Docker did not answer: %s" % exc
+            before = self.state.get("state")
+            self.state, action = decide(self.state, ok, error, time.time(), cfg, paused, idle)
+            if self.state["state"] != before:
+                _log("%s -> %s%s" % (before, self.state["state"], ": " + str(self.state.get("last_error") or "")))
+            if action == "restart":
+                try:
+                    self.gang()
+                except Exception as exc:  # pylint: disable=broad-except
+                    self.failed_gang(exc)
+            self.save()
+            time.sleep(max(0.0, cfg["interval"] - (time.time() - t0)))
+
+    def api_key(self):
+        try:
+            with open(self.cfg.get("api_key_file") or "/nonexistent") as f:
+                return f.read().strip()
+        except (IOError, OSError):
+            return ""
+
+
+class Worker(object):
+    def __init__(self, cfg, docker):
+        self.cfg, self.docker = cfg, docker
+        self.state = _read_json(cfg["state_file"]) or dict(new_state("worker"), generation=None)
+        self.state["role"] = "worker"
+
+    def run(self):
+        import urllib.request  # pylint: disable=import-outside-toplevel
+        cfg = self.cfg
+        actions = {"stop": ("stop", cfg["engine_container"]), "ray": ("restart", cfg["ray_container"]),
+                   "engine": ("start", cfg["engine_container"])}
+        while True:
+            gen, phase = self.state.get("generation"), self.state.get("phase") or "done"
+            url = "%s/gang?host=%s&generation=%s&phase=%s" % (cfg["head_url"], cfg["host"], gen or 0, phase)
+            try:
+                doc = json.loads(urllib.request.urlopen(url, timeout=10).read().decode("utf-8"))  # nosec
+                if not verified(_key(cfg), doc):
+                    raise ValueError("the head's answer is not signed with this cluster's Ray token: ignored")
+                published = (int(doc["generation"]), doc["phase"])
+                self.state.update(last_contact=time.time(), last_error=None)
+                if gen is None:  # first contact: what the head has finished is not ours to repeat
+                    gen, phase = (published[0], "done") if published[1] == "done" else (published[0] - 1, "done")
+                    self.state.update(generation=gen, phase=phase)
+                for step in pending((gen, phase), published):
+                    if step in actions:
+                        verb, name = actions[step]
+                        _log("generation %d, %s: docker %s %s -> %s" % (
+                            published[0], step, verb, name, self.docker.act(verb, name, cfg["stop_timeout"])))
+                    self.state.update(generation=published[0], phase=step)
+                    _write_json(cfg["state_file"], self.state)
+            except Exception as exc:  # pylint: disable=broad-except
+                self.state["last_error"] = "the head's agent at %s: %s" % (cfg["head_url"], exc)
+            _write_json(cfg["state_file"], self.state)
+            time.sleep(cfg["poll"])
+
+
+def main(argv):
+    cfg = config(json.loads(argv[1]))
+    docker = Docker(cfg.get("docker_socket") or "/var/run/docker.sock", timeout=cfg["stop_timeout"] + 60)
+    _log("sparkops watchdog: %s agent on %s" % (cfg["role"], cfg["host"]))
+    (Head if cfg["role"] == "head" else Worker)(cfg, docker).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

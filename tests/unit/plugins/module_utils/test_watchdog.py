@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+"""The watchdog's decisions, its signed gang protocol, and one gang restart end to end between a
+real head agent and a real worker agent (real HTTP on loopback); the Docker daemon they talk to is
+a stand-in on a unix socket that records each Engine API call, in the order the daemons got them."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog as wd
+from ansible_collections.sparkops.inference.plugins.module_utils._containers import SpecError, watchdog_container
+
+HEAD = {"role": "head", "host": "spark1", "ray_container": "sparkops-ray-head",
+        "engine_container": "sparkops-model-server", "state_file": "/var/lib/sparkops/watchdog.json",
+        "probe_url": "http://10.0.0.1:8000/v1/completions", "model": "qwen", "listen": "127.0.0.1",
+        "port": 29880, "workers": ["spark2"], "pause_file": "/var/lib/sparkops/watchdog.pause",
+        "lock_file": "/var/lib/sparkops/deploy.lock", "interval": 10, "timeout": 5, "failures": 3,
+        "max_restarts": 2, "window": 3600, "grace": 300}
+
+
+def run_probes(cfg, results, start=1000.0, step=10.0, state=None):
+    """Feed probe results through decide(); the actions it asks for, and the last state."""
+    state = state or wd.new_state("head")
+    actions = []
+    for i, ok in enumerate(results):
+        now = start + i * step
+        state, action = wd.decide(state, ok, None if ok else "timed out", now, cfg)
+        if action == "restart":
+            state = wd.gang_done(wd.gang_started(state, now), now, cfg, [])
+        actions.append(action)
+    return actions, state
+
+
+def test_k_failures_in_a_row_restart_once_and_an_answer_in_between_resets_the_count():
+    cfg = wd.config(HEAD)
+    actions, state = run_probes(cfg, [False, False, True, False, False, True])
+    assert actions == [None] * 6 and state["state"] == "watching" and state["restarts"] == []
+    actions, state = run_probes(cfg, [False, False, False])
+    assert actions == [None, None, "restart"] and state["generation"] == 1 and state["state"] == "starting"
+
+
+def test_a_restarted_engine_gets_its_grace_then_the_budget_ends_in_gave_up_and_stays_there():
+    cfg = wd.config(dict(HEAD, grace=300, max_restarts=2))
+    # probes 10 s apart, all failing: the 3rd (t=1020) restarts; the grace runs to t=1320, so the
+    # probes before it count nothing and those at 1320, 1330, 1340 (the 33rd-35th) restart again;
+    # after the second grace the budget (2 in 3600 s) is spent: no third restart, ever
+    actions, state = run_probes(cfg, [False] * 200)
+    assert actions.count("restart") == 2
+    assert actions.index("restart") == 2 and actions.index("restart", 3) == 34
+    assert state["state"] == "gave-up" and state["generation"] == 2
+    # gave up is kept past the window (no loop of restarts an hour apart) until the engine answers
+    later = state["gave_up_at"] + 2 * 3600
+    state2, action = wd.decide(state, False, "timed out", later, cfg)
+    assert action is None and state2["state"] == "gave-up"
+    state3, action = wd.decide(state2, True, None, later + 10, cfg)
+    assert action is None and state3["state"] == "watching" and state3["gave_up_at"] is None
+    line = wd.describe(dict(state, config=cfg), state["gave_up_at"] + 60)
+    assert line.startswith("GAVE UP 60 s ago: the engine still does not answer (timed out) after 2 gang restart(s)")
+    assert "re-deploy" in line
+
+
+def test_paused_and_idle_restart_nothing_and_say_why():
+    cfg = wd.config(HEAD)
+    state = wd.new_state("head")
+    for i in range(10):
+        state, action = wd.decide(state, False, "timed out", 1000 + i, cfg, paused_by="pause file /x")
+        assert action is None
+    assert state["state"] == "paused" and state["failures"] == 0
+    assert wd.describe(dict(state, config=cfg), 1010).startswith("paused (pause file /x): it restarts nothing")
+    state, action = wd.decide(state, False, None, 2000, cfg, idle="nothing to watch: no container x")
+    assert action is None and wd.describe(state, 2000).startswith("idle: nothing to watch: no container x")
+
+
+def test_a_worker_runs_the_phases_it_missed_in_order_and_never_one_twice():
+    assert wd.pending((0, "done"), (1, "stop")) == ["stop"]
+    assert wd.pending((0, "done"), (1, "engine")) == ["stop", "ray", "engine"]  # came late: all of them
+    assert wd.pending((1, "stop"), (1, "engine")) == ["ray", "engine"]
+    assert wd.pending((1, "engine"), (1, "engine")) == []
+    assert wd.pending((2, "done"), (1, "stop")) == []  # an older generation (a replay) does nothing
+
+
+def test_a_signature_from_another_token_or_a_changed_generation_is_refused():
+    doc = wd.sign(b"token-a", {"generation": 3, "phase": "ray"})
+    assert wd.verified(b"token-a", doc)
+    assert not wd.verified(b"token-b", doc)
+    assert not wd.verified(b"token-a", dict(doc, generation=4))
+    assert wd.verified(b"", {"generation": 1, "phase": "stop"})  # Ray auth off: no token to sign with
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"role": "leader"}, "role is 'leader': expected head or worker"),
+    ({"failures": "three"}, "failures is 'three': expected a whole number"),
+    ({"interval": 0}, "interval is 0: expected 1 or more"),
+    ({"timeout": 60, "interval": 30}, "timeout is 60 s, longer than the interval (30 s)"),
+    ({"probe_url": ""}, "the head's agent needs probe_url"),
+])
+def test_wrong_settings_are_named_with_what_was_expected(change, message):
+    with pytest.raises(wd.ConfigError) as err:
+        wd.config(dict(HEAD, **change))
+    assert message in str(err.value)
+
+
+def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_follows_the_settings():
+    o = {"name": "sparkops-watchdog", "image": "vllm:1", "agent_path": "/var/lib/sparkops/watchdog/agent.py",
+         "agent_sha256": "ab", "state_dir": "/var/lib/sparkops", "config_dir": "/etc/sparkops",
+         "restart_policy": "unless-stopped", "config": dict(HEAD, api_key_file=None)}
+    spec = watchdog_container(o)
+    assert spec["entrypoint"] == ["python3", "-u", "/opt/sparkops/watchdog.py"] and spec["user"] == "0:0"
+    assert json.loads(spec["command"][0])["workers"] == ["spark2"] and "api_key_file" not in spec["command"][0]
+    sources = dict((m["target"], (m["source"], m.get("read_only", False))) for m in spec["mounts"])
+    assert sources["/var/run/docker.sock"] == ("/var/run/docker.sock", False)
+    assert sources["/etc/sparkops"] == ("/etc/sparkops", True)
+    assert watchdog_container(o)["labels"]["sparkops.spec"] == spec["labels"]["sparkops.spec"]
+    assert watchdog_container(dict(o, config=dict(HEAD, failures=4)))["labels"]["sparkops.spec"] != \
+        spec["labels"]["sparkops.spec"]
+    with pytest.raises(SpecError) as err:
+        watchdog_container(dict(o, config=dict(HEAD, max_restarts=-1)))
+    assert "the watchdog's settings: max_restarts is -1: expected 0 or more" in str(err.value)
+
+
+# ------------------------------------------------------------------ one gang restart, end to end
+
+class FakeDockerd(object):
+    """A stand-in for dockerd on a unix socket: it answers the Engine API calls the agents make
+    (inspect, stop, restart, start) and records them as 'HOST VERB NAME' in arrival order."""
+
+    def __init__(self, path, host, calls, containers):
+        self.path, self.host, self.calls, self.containers = path, host, calls, containers
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        thread = threading.Thread(target=self.serve)
+        thread.daemon = True
+        thread.start()
+
+    def serve(self):
+        while True:
+            conn, dummy = self.sock.accept()
+            with conn:
+                head = conn.recv(65536).decode("utf-8").split("\r\n")[0]
+                method, path = head.split(" ")[:2]
+                parts = path.split("?")[0].strip("/").split("/")
+                name = parts[1]
+                if name not in self.containers:
+                    status, body = 404, b'{"message": "no such container"}'
+                elif method == "GET":
+                    status, body = 200, json.dumps({"State": {"Status": "running"}}).encode("utf-8")
+                else:
+                    self.calls.append("%s %s %s" % (self.host, parts[2], name))
+                    status, body = 204, b""
+                conn.sendall(("HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                              % (status, len(body))).encode("utf-8") + body)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_token_does_nothing(tmp_path):
+    calls = []
+    token, wrong = tmp_path / "token", tmp_path / "other-token"
+    token.write_bytes(b"cluster-token\n")
+    wrong.write_bytes(b"not-the-cluster-token\n")
+    port = free_port()
+    docker = {}
+    for host, names in (("spark1", ["sparkops-ray-head", "sparkops-model-server"]),
+                        ("spark2", ["sparkops-ray-worker"]), ("spark3", ["sparkops-ray-worker"])):
+        FakeDockerd(str(tmp_path / (host + ".sock")), host, calls, names)
+        docker[host] = wd.Docker(str(tmp_path / (host + ".sock")), timeout=5)
+    head_cfg = wd.config(dict(HEAD, state_file=str(tmp_path / "head.json"), token_file=str(token), port=port,
+                              workers=["spark2"], phase_timeout=20, poll=1))
+    head = wd.Head(head_cfg, docker["spark1"])
+    head.serve()
+    workers = []
+    for host, key in (("spark2", token), ("spark3", wrong)):
+        cfg = wd.config({"role": "worker", "host": host, "ray_container": "sparkops-ray-worker",
+                         "engine_container": "sparkops-model-server", "state_file": str(tmp_path / (host + ".json")),
+                         "token_file": str(key), "head_url": "http://127.0.0.1:%d" % port, "poll": 1})
+        workers.append(wd.Worker(cfg, docker[host]))
+        thread = threading.Thread(target=workers[-1].run)
+        thread.daemon = True
+        thread.start()
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.exists(str(tmp_path / "spark2.json")):
+        time.sleep(0.2)
+    head.gang()
+    time.sleep(2.5)  # two more polls: a worker that is not signed to must still not act
+    assert calls == ["spark1 stop sparkops-model-server", "spark1 restart sparkops-ray-head",
+                     "spark2 restart sparkops-ray-worker", "spark1 start sparkops-model-server"], calls
+    state = json.loads((tmp_path / "head.json").read_text())
+    assert state["generation"] == 1 and state["phase"] == "done" and state["gangs"][-1]["missing"] == []
+    assert state["workers"]["spark2"] == {"generation": 1, "phase": "engine"}
+    other = json.loads((tmp_path / "spark3.json").read_text())
+    assert "not signed with this cluster's Ray token" in other["last_error"] and other["generation"] is None
