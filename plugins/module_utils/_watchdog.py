@@ -34,6 +34,7 @@ import hashlib
 import hmac
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -191,9 +192,11 @@ def describe(state, now):
     if not state:
         return "no state yet (the agent has not run)"
     if state.get("role") == "worker":
-        return "follows the head's agent: generation %s (%s) done; head last answered %s%s" % (
-            state.get("generation", 0), state.get("phase", "done"), _ago(now, state.get("last_contact")),
-            "; " + state["last_error"] if state.get("last_error") else "")
+        gen, phase = state.get("generation") or 0, state.get("phase") or "done"
+        done = ("no gang restart yet" if not gen else "gang restart %d run here to its end" % gen if phase == "done"
+                else "gang restart %d run here up to its phase %s" % (gen, phase))
+        return "follows the head's agent: %s; the head answered %s%s" % (
+            done, _ago(now, state.get("last_contact")), "; " + state["last_error"] if state.get("last_error") else "")
     window = int(cfg.get("window") or DEFAULTS["window"])
     budget = "%d gang restart(s) in the last %d s (at most %s)" % (
         len(recent(state.get("restarts") or [], now, window)), window, cfg.get("max_restarts", DEFAULTS["max_restarts"]))
@@ -332,8 +335,10 @@ class Head(object):
             return "pause file %s" % self.cfg["pause_file"]
         lock = _read_json(self.cfg["lock_file"])
         if lock is not None:
-            return "a deploy holds the cluster's lock (%s by %s since %s)" % (
-                lock.get("playbook"), lock.get("user"), lock.get("since"))
+            since = lock.get("since")
+            return "a deploy or teardown holds the cluster's lock (%s, %s@%s, since %s)" % (
+                lock.get("playbook"), lock.get("user"), lock.get("controller"),
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if isinstance(since, (int, float)) else since)
         return None
 
     def idle(self):
@@ -439,7 +444,8 @@ class Head(object):
             before = self.state.get("state")
             self.state, action = decide(self.state, ok, error, time.time(), cfg, paused, idle)
             if self.state["state"] != before:
-                _log("%s -> %s%s" % (before, self.state["state"], ": " + str(self.state.get("last_error") or "")))
+                why = self.state.get("paused_by") or self.state.get("last_error")
+                _log("%s -> %s%s" % (before, self.state["state"], ": %s" % why if why else ""))
             if action == "restart":
                 try:
                     self.gang()
@@ -492,7 +498,13 @@ class Worker(object):
             time.sleep(cfg["poll"])
 
 
+def _stop(signum, frame):  # pylint: disable=unused-argument
+    sys.exit(0)
+
+
 def main(argv):
+    # PID 1 of its container: without a handler SIGTERM is ignored and `docker stop` waits to kill
+    signal.signal(signal.SIGTERM, _stop)
     cfg = config(json.loads(argv[1]))
     docker = Docker(cfg.get("docker_socket") or "/var/run/docker.sock", timeout=cfg["stop_timeout"] + 60)
     _log("sparkops watchdog: %s agent on %s" % (cfg["role"], cfg["host"]))

@@ -291,6 +291,125 @@ def test_a_killed_head_is_repaired_by_a_re_run(serving):
     assert report["ray"]["nodes"] == 2 and BOTH in completion()
 
 
+# the watchdog at the lab's pace: a completion every 2 s (1 s to answer), 3 failures restart the
+# cluster, at most 2 gang restarts an hour, 30 s for a restarted engine to answer
+WATCHDOG = ["-e", "watchdog_enabled=true", "-e", "watchdog_interval=2", "-e", "watchdog_timeout=1",
+            "-e", "watchdog_failures=3", "-e", "watchdog_max_restarts=2", "-e", "watchdog_window=3600",
+            "-e", "watchdog_grace=30", "-e", "watchdog_stop_timeout=5"]
+WATCHDOG_STATE = "/var/lib/sparkops/watchdog.json"
+BLOCK_ENGINE = ["iptables", "-w", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "DROP"]
+
+
+def watchdog_state(ip=SPARK1):
+    out = ssh(ip, "cat %s" % WATCHDOG_STATE).out
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {"unreadable": out}
+
+
+def wait_watchdog(predicate, what, timeout=120):
+    """Until the head agent's state satisfies predicate; its state and log when it never does."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        state = watchdog_state()
+        if predicate(state):
+            return state
+        time.sleep(1)
+    pytest.fail("the watchdog did not %s within %d s: state %s; log:\n%s" % (
+        what, timeout, watchdog_state(), ssh(SPARK1, "docker logs --tail 30 sparkops-watchdog 2>&1").out))
+
+
+@pytest.fixture(scope="module")
+def watched(serving):
+    """The serving cluster with the watchdog's agents on both hosts, watching."""
+    res, report = deploy(*WATCHDOG)
+    assert res.returncode == 0, res.out[-3000:]
+    assert report["watchdog"]["enabled"] is True and report["watchdog"]["max_restarts"] == 2, report["watchdog"]
+    assert "watchdog on - a completion every 2 s, 3 failed in a row restart the cluster, at most 2 per 3600 s" \
+        in flat(res.out).replace("'", "")
+    for ip in HOSTS:
+        assert "sparkops-watchdog" in running(ip), ip
+    return wait_watchdog(lambda s: s.get("state") == "watching", "start watching")
+
+
+@pytest.mark.fault(
+    fault="the engine is alive but no longer answers (a wedged engine: NCCL hung, a stopped process)",
+    inject="kill -STOP of the engine's process on the head, watchdog on (watchdog_enabled=true)",
+    message="the watchdog's log: 'gang restart, generation N: stop / ray / engine / done'; status.yml: 'watching: "
+            "the engine answered ... 1 gang restart(s) in the last 3600 s (at most 2)'",
+    left="the model served again from both hosts after exactly one gang restart: engine stopped, Ray head, "
+         "then the worker restarted, then the engine started (Docker's start times in that order)")
+def test_a_wedged_engine_is_restarted_with_its_ray_cluster_as_one_gang_exactly_once(watched):
+    gen = watched["generation"]
+    started = dict((name, inspect(ip, name, "{{.State.StartedAt}}")) for ip, name in (
+        (SPARK1, "sparkops-ray-head"), (SPARK2, "sparkops-ray-worker"), (SPARK1, "sparkops-model-server")))
+    pid = inspect(SPARK1, "sparkops-model-server", "{{.State.Pid}}")
+    assert pid.isdigit() and int(pid) > 0, pid
+    assert ssh(SPARK1, "kill -STOP %s" % pid).returncode == 0
+    assert completion() == ""  # alive for Docker ("Up"), silent for its clients
+    assert inspect(SPARK1, "sparkops-model-server", "{{.State.Status}}") == "running"
+    wait_watchdog(lambda s: s.get("generation") == gen + 1 and s.get("phase") == "done", "restart the gang")
+    wait_serving()
+    state = wait_watchdog(lambda s: s.get("state") == "watching", "see the engine answer again")
+    after = dict((name, inspect(ip, name, "{{.State.StartedAt}}")) for ip, name in (
+        (SPARK1, "sparkops-ray-head"), (SPARK2, "sparkops-ray-worker"), (SPARK1, "sparkops-model-server")))
+    assert all(after[n] != started[n] for n in started), (started, after)
+    # head, then worker, then engine (Docker's own start times; RFC 3339 in UTC sorts as text)
+    assert after["sparkops-ray-head"] < after["sparkops-ray-worker"] < after["sparkops-model-server"], after
+    assert state["gangs"][-1]["missing"] == [] and state["workers"]["spark2"]["generation"] == gen + 1
+    log = ssh(SPARK1, "docker logs sparkops-watchdog 2>&1").out
+    assert [line.split(": ")[-1] for line in log.splitlines() if "generation %d:" % (gen + 1) in line] == \
+        ["stop", "ray", "engine", "done"], log[-2000:]
+    time.sleep(6)  # three more probes: the engine answers, nothing is restarted again
+    assert watchdog_state()["generation"] == gen + 1 and watchdog_state()["state"] == "watching"
+    out = status()
+    assert re.search(r"spark1 +watching: the engine answered \d+ s ago; 1 gang restart\(s\) in the last 3600 s "
+                     r"\(at most 2\)", out), out[-2500:]
+    assert re.search(r"spark2 +follows the head's agent: gang restart %d run here to its end; the head answered "
+                     r"\d+ s ago" % (gen + 1), out), out[-2500:]
+
+
+@pytest.mark.fault(
+    fault="the engine keeps failing after a gang restart (what a restart cannot mend)",
+    inject="iptables DROP of the engine's port on the head; first with the pause file, then without it",
+    message="status.yml: 'paused (pause file /var/lib/sparkops/watchdog.pause): it restarts nothing', then 'GAVE UP "
+            "... the engine still does not answer (no completion in 1 s from http://10.77.0.11:8000/v1/completions"
+            " ...) after 2 gang restart(s) in the last 3600 s (at most 2)'",
+    left="no restart while paused; one more gang restart (the budget's second), then none: the Ray cluster and "
+         "the engine running; serving again once the port is open, and the watchdog watching again")
+def test_a_watchdog_that_cannot_mend_it_gives_up_after_its_budget_and_a_pause_stops_it(watched):
+    now = watchdog_state()
+    gen = now["generation"]
+    # what is left of the hour's budget of 2 (1 after the wedged engine's test, 2 when run alone)
+    left = 2 - len(now["restarts"])
+    assert left >= 1, now
+    block = ["ip", "netns", "exec", "spark1"] + BLOCK_ENGINE
+    assert ssh(SPARK1, "touch /var/lib/sparkops/watchdog.pause").returncode == 0
+    assert run(block).returncode == 0
+    try:
+        wait_watchdog(lambda s: s.get("state") == "paused", "pause")
+        time.sleep(10)  # five probes that fail: paused, so no restart
+        assert watchdog_state()["generation"] == gen
+        assert "paused (pause file /var/lib/sparkops/watchdog.pause): it restarts nothing" in status()
+        assert ssh(SPARK1, "rm /var/lib/sparkops/watchdog.pause").returncode == 0
+        state = wait_watchdog(lambda s: s.get("state") == "gave-up", "give up", timeout=90 * left)
+        assert state["generation"] == gen + left and len(state["restarts"]) == 2
+        time.sleep(8)  # four more failed probes: gave up stays, no third restart
+        assert watchdog_state()["generation"] == gen + left and watchdog_state()["state"] == "gave-up"
+        out = status()
+        assert re.search(r"spark1 +GAVE UP \d+ s ago: the engine still does not answer \(no completion in 1 s from "
+                         r"http://10\.77\.0\.11:8000/v1/completions: .*\) after 2 gang restart\(s\) in the last "
+                         r"3600 s \(at most 2\); it restarts nothing until the engine answers again", out), out[-2500:]
+        for ip, names in ((SPARK1, {"sparkops-ray-head", "sparkops-model-server"}), (SPARK2, {"sparkops-ray-worker"})):
+            assert names <= running(ip), (ip, running(ip))
+    finally:
+        run(["ip", "netns", "exec", "spark1", "iptables", "-w", "-D"] + BLOCK_ENGINE[3:])
+        ssh(SPARK1, "rm -f /var/lib/sparkops/watchdog.pause")
+    wait_serving()
+    wait_watchdog(lambda s: s.get("state") == "watching", "watch again once the engine answers")
+
+
 @pytest.mark.fault(
     fault="a worker reboots with sparkops_serve_after_reboot=false",
     inject="deploy -e sparkops_serve_after_reboot=false, then lab/lab reboot spark2",
@@ -302,6 +421,9 @@ def test_with_serve_after_reboot_off_a_reboot_stays_down_and_status_says_why(ser
     res, dummy = deploy(*off)
     assert res.returncode == 0, res.out[-3000:]
     assert inspect(SPARK2, "sparkops-ray-worker", "{{.HostConfig.RestartPolicy.Name}}") == "no"
+    # a deploy without watchdog_enabled removes the agents an earlier one started
+    assert not any("sparkops-watchdog" in running(ip) for ip in HOSTS)
+    assert "Watchdog: not installed (watchdog_enabled: true installs it)" in status()
     reboot("spark2")
     time.sleep(5)
     assert "sparkops-ray-worker" not in running(SPARK2)

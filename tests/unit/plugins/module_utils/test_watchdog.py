@@ -201,5 +201,7 @@ def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_tok
     state = json.loads((tmp_path / "head.json").read_text())
     assert state["generation"] == 1 and state["phase"] == "done" and state["gangs"][-1]["missing"] == []
     assert state["workers"]["spark2"] == {"generation": 1, "phase": "engine"}
+    line = wd.describe(json.loads((tmp_path / "spark2.json").read_text()), time.time())
+    assert line.startswith("follows the head's agent: gang restart 1 run here")
     other = json.loads((tmp_path / "spark3.json").read_text())
     assert "not signed with this cluster's Ray token" in other["last_error"] and other["generation"] is None
