@@ -32,6 +32,7 @@ __metaclass__ = type
 
 import hashlib
 import hmac
+import http.client as http_client
 import json
 import os
 import signal
@@ -242,6 +243,19 @@ def _log(msg):
     sys.stdout.flush()
 
 
+class _UnixConnection(http_client.HTTPConnection):
+    """HTTP over the Docker daemon's unix socket."""
+
+    def __init__(self, path, timeout):
+        http_client.HTTPConnection.__init__(self, "localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
+
+
 class Docker(object):
     """The Engine API over the unix socket, unversioned paths (the daemon's own version)."""
 
@@ -249,15 +263,7 @@ class Docker(object):
         self.path, self.timeout = path, timeout
 
     def call(self, method, url):
-        import http.client  # pylint: disable=import-outside-toplevel
-
-        class _Conn(http.client.HTTPConnection):
-            def connect(conn):  # pylint: disable=no-self-argument
-                conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                conn.sock.settimeout(self.timeout)
-                conn.sock.connect(self.path)
-
-        conn = _Conn("localhost", timeout=self.timeout)
+        conn = _UnixConnection(self.path, self.timeout)
         try:
             conn.request(method, url)
             res = conn.getresponse()
@@ -499,7 +505,7 @@ class Worker(object):
 
 
 def _stop(signum, frame):  # pylint: disable=unused-argument
-    sys.exit(0)
+    raise SystemExit(0)
 
 
 def main(argv):
