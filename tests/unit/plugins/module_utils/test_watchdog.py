@@ -108,7 +108,7 @@ def test_wrong_settings_are_named_with_what_was_expected(change, message):
 
 
 def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_follows_the_settings():
-    o = {"name": "sparkops-watchdog", "image": "vllm:1", "agent_path": "/var/lib/sparkops/watchdog/agent.py",
+    o = {"name": "sparkops-watchdog", "image": "vllm:1", "agent_path": "/var/lib/sparkops/watchdog-agent.py",
          "agent_sha256": "ab", "state_dir": "/var/lib/sparkops", "config_dir": "/etc/sparkops",
          "restart_policy": "unless-stopped", "config": dict(HEAD, api_key_file=None)}
     spec = watchdog_container(o)
