@@ -47,6 +47,15 @@ options:
     elements: str
     default: []
     version_added: 0.2.0
+  look_for:
+    description:
+      - Names of other containers of ours whose presence on this host is returned as RV(present)
+        (read from the same C(docker ps -a) as everything else - the watchdog's agent, which a deploy
+        removes only where one exists).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
   image:
     description: The image the Ray container is to run.
     type: str
@@ -110,6 +119,12 @@ displaced:
   type: list
   elements: str
   version_added: 0.2.0
+present:
+  description: The names of O(look_for) that exist on this host (running or not).
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.3.0
 stale:
   description: Other containers on the host that run C(ray start).
   returned: always
@@ -180,6 +195,7 @@ def main():
             container=dict(type="str", required=True),
             cluster_containers=dict(type="list", elements="str", default=[]),
             kept_containers=dict(type="list", elements="str", default=[]),
+            look_for=dict(type="list", elements="str", default=[]),
             image=dict(type="str"),
             check_image=dict(type="bool", default=False),
             min_ray_version=dict(type="str", default=""),
@@ -213,6 +229,7 @@ def main():
     result["displaced"] = displaced
     names = set(c["name"] for c in containers)
     result["kept"] = [previous(n) for n in p["kept_containers"] if previous(n) in names]
+    result["present"] = [n for n in p["look_for"] if n in names]
 
     running = mine is not None and mine["running"]
     if p["free_port"] and not running:
