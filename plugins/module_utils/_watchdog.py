@@ -47,6 +47,10 @@ DEFAULTS = {
     "grace": 900, "phase_timeout": 600, "stop_timeout": 30, "poll": 2, "paused": False,
 }
 POSITIVE = ("interval", "timeout", "failures", "window", "grace", "phase_timeout", "poll")
+# the engines' generation-token counters (as module_utils/_metrics names them; a unit test keeps
+# the two the same): tokens that still flow mean a completion that did not come back is queued
+# behind other requests, not hung
+TOKEN_COUNTERS = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
 
 
 class ConfigError(ValueError):
@@ -84,6 +88,26 @@ def config(o):
     return cfg
 
 
+def generated_tokens(text):
+    """The sum of the engine's generation-token counters in a Prometheus exposition, None when it
+    has none (SGLang without --enable-metrics, or not an engine's /metrics)."""
+    total, seen = 0.0, False
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(None, 1)[0]
+        if name not in TOKEN_COUNTERS:
+            continue
+        value = (line.rsplit("}", 1)[1] if "}" in line else line.split(None, 1)[1]).split()
+        try:
+            total += float(value[0])
+            seen = True
+        except (IndexError, ValueError):
+            continue
+    return total if seen else None
+
+
 def new_state(role):
     return {"role": role, "state": "starting", "failures": 0, "restarts": [], "generation": 0,
             "phase": "done", "last_ok": None, "last_check": None, "last_error": None,
@@ -94,12 +118,13 @@ def recent(restarts, now, window):
     return [t for t in restarts if now - t < window]
 
 
-def decide(state, ok, error, now, cfg, paused_by=None, idle=None):
+def decide(state, ok, error, now, cfg, paused_by=None, idle=None, busy=None):
     """One probe's verdict -> (the new state, 'restart' or None). Pure: state is not changed.
 
     ok/error: the probe's result; paused_by: why the agent must not act (pause file, setting,
     lock) or None; idle: why there is nothing to watch (the engine container absent or stopped
-    by hand) or None."""
+    by hand) or None; busy: the tokens the engine generated since the last failed probe (the
+    completion queued behind other requests: not a failure) or None."""
     st = dict(state, last_check=now, paused_by=paused_by)
     if paused_by:
         st.update(state="paused", failures=0, last_error=error)
@@ -114,6 +139,10 @@ def decide(state, ok, error, now, cfg, paused_by=None, idle=None):
         return st, None
     st["last_error"] = error
     if st.get("state") == "gave-up":  # until the engine answers again: no restart loop
+        return st, None
+    if busy:
+        st.update(state="busy", failures=0, last_error="%s; yet the engine generated %d token(s) since the last "
+                  "look: queued behind other requests, not hung" % (error, busy))
         return st, None
     if st.get("grace_until") and now < st["grace_until"]:
         st["state"] = "starting"  # a restarted engine loads its weights: not a failure yet
@@ -212,6 +241,8 @@ def describe(state, now):
         return "idle: %s; %s" % (state.get("last_error"), budget)
     if what == "restarting":
         return "restarting the cluster as one gang: generation %s, phase %s" % (state.get("generation"), state.get("phase"))
+    if what == "busy":
+        return "busy: %s; %s" % (state.get("last_error"), budget)
     if what == "failing":
         return "FAILING: %s failed answer(s) in a row (restarts at %s): %s; %s" % (
             state.get("failures"), cfg.get("failures", DEFAULTS["failures"]), state.get("last_error"), budget)
@@ -306,6 +337,16 @@ def probe(cfg, api_key):
         return False, "no completion in %d s from %s: %s" % (cfg["timeout"], cfg["probe_url"], exc)
 
 
+def engine_tokens(cfg):
+    """The engine's generation tokens so far, from its /metrics (None when it does not say)."""
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    url = cfg["probe_url"].split("/v1/", 1)[0] + "/metrics"
+    try:
+        return generated_tokens(urllib.request.urlopen(url, timeout=cfg["timeout"]).read().decode("utf-8"))  # nosec
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
 def _key(cfg):
     try:
         with open(cfg.get("token_file") or "/nonexistent", "rb") as f:
@@ -321,6 +362,7 @@ class Head(object):
         self.state["role"] = "head"
         self.workers = dict((w, (0, "done")) for w in cfg["workers"])
         self.lock = threading.Lock()
+        self.tokens = None  # the generation-token counters at the last failed probe
 
     def save(self):
         _write_json(self.cfg["state_file"], dict(self.state, config=dict((k, self.cfg[k]) for k in SHOWN), workers=dict(
@@ -442,13 +484,21 @@ class Head(object):
         while True:
             t0 = time.time()
             paused, idle = self.paused_by(), None
+            busy = None
             try:
                 idle = self.idle()
                 ok, error = (False, None) if idle else probe(cfg, self.api_key())
             except Exception as exc:  # pylint: disable=broad-except
                 ok, error = False, "Docker did not answer: %s" % exc
+            if not ok and not idle:
+                tokens = engine_tokens(cfg)
+                if tokens is not None and self.tokens is not None and tokens > self.tokens:
+                    busy = tokens - self.tokens
+                self.tokens = tokens
+            else:
+                self.tokens = None
             before = self.state.get("state")
-            self.state, action = decide(self.state, ok, error, time.time(), cfg, paused, idle)
+            self.state, action = decide(self.state, ok, error, time.time(), cfg, paused, idle, busy)
             if self.state["state"] != before:
                 why = self.state.get("paused_by") or self.state.get("last_error")
                 _log("%s -> %s%s" % (before, self.state["state"], ": %s" % why if why else ""))

@@ -205,3 +205,29 @@ def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_tok
     assert line.startswith("follows the head's agent: gang restart 1 run here")
     other = json.loads((tmp_path / "spark3.json").read_text())
     assert "not signed with this cluster's Ray token" in other["last_error"] and other["generation"] is None
+
+
+def test_tokens_that_still_flow_make_a_slow_answer_busy_not_a_failure(fixture_text):
+    """A completion queued behind a full batch times out while the engine generates: the counters
+    in the real releases' exposition (the metrics fixtures) tell the two apart."""
+    first = wd.generated_tokens(fixture_text("engine-metrics", "vllm-0.17.0-busy-1.txt"))
+    second = wd.generated_tokens(fixture_text("engine-metrics", "vllm-0.17.0-busy-2.txt"))
+    assert first == 40112.0 and second > first
+    assert wd.generated_tokens(fixture_text("engine-metrics", "sglang-0.5.4-busy.txt")) > 0
+    assert wd.generated_tokens("# HELP x\nnode_load1 0.5\n") is None
+    cfg = wd.config(HEAD)
+    state = wd.new_state("head")
+    for i in range(10):
+        state, action = wd.decide(state, False, "no completion in 5 s", 1000 + i * 10, cfg, busy=second - first)
+        assert action is None
+    assert state["state"] == "busy" and state["failures"] == 0
+    assert wd.describe(dict(state, config=cfg), 1100).startswith(
+        "busy: no completion in 5 s; yet the engine generated %d token(s) since the last look" % (second - first))
+    # the tokens stop: failures count again
+    actions, state = run_probes(cfg, [False] * 3, start=1200, state=state)
+    assert actions == [None, None, "restart"]
+
+
+def test_the_agent_reads_the_counters_module_utils_metrics_reads():
+    from ansible_collections.sparkops.inference.plugins.module_utils._metrics import SERIES
+    assert set(wd.TOKEN_COUNTERS) == set(SERIES[e]["generation_tokens"] for e in ("vllm", "sglang"))
