@@ -30,6 +30,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import hashlib
 import hmac
 import http.client as http_client
@@ -118,13 +119,23 @@ def recent(restarts, now, window):
     return [t for t in restarts if now - t < window]
 
 
-def decide(state, ok, error, now, cfg, paused_by=None, idle=None, busy=None):
+def started_at(text):
+    """Docker's State.StartedAt (RFC 3339, nanoseconds, UTC) -> seconds since the epoch, or None."""
+    try:
+        return float(calendar.timegm(time.strptime(str(text)[:19], "%Y-%m-%dT%H:%M:%S")))
+    except ValueError:
+        return None
+
+
+def decide(state, ok, error, now, cfg, paused_by=None, idle=None, busy=None, started=None):
     """One probe's verdict -> (the new state, 'restart' or None). Pure: state is not changed.
 
     ok/error: the probe's result; paused_by: why the agent must not act (pause file, setting,
     lock) or None; idle: why there is nothing to watch (the engine container absent or stopped
     by hand) or None; busy: the tokens the engine generated since the last failed probe (the
-    completion queued behind other requests: not a failure) or None."""
+    completion queued behind other requests: not a failure) or None; started: when the engine
+    container last started (a reboot, Docker's restart of a crash, a deploy, a gang restart): for
+    `grace` seconds after it the engine loads its weights, and a failed answer does not count."""
     st = dict(state, last_check=now, paused_by=paused_by)
     if paused_by:
         st.update(state="paused", failures=0, last_error=error)
@@ -144,8 +155,9 @@ def decide(state, ok, error, now, cfg, paused_by=None, idle=None, busy=None):
         st.update(state="busy", failures=0, last_error="%s; yet the engine generated %d token(s) since the last "
                   "look: queued behind other requests, not hung" % (error, busy))
         return st, None
-    if st.get("grace_until") and now < st["grace_until"]:
-        st["state"] = "starting"  # a restarted engine loads its weights: not a failure yet
+    if (st.get("grace_until") and now < st["grace_until"]) or (started is not None and now - started < cfg["grace"]):
+        st["state"] = "starting"  # a (re)started engine loads its weights: not a failure yet
+        st["started"] = started
         return st, None
     st["failures"] = int(st.get("failures") or 0) + 1
     if st["failures"] < cfg["failures"]:
@@ -247,8 +259,9 @@ def describe(state, now):
         return "FAILING: %s failed answer(s) in a row (restarts at %s): %s; %s" % (
             state.get("failures"), cfg.get("failures", DEFAULTS["failures"]), state.get("last_error"), budget)
     if what == "starting":
-        return "starting: the engine has not answered yet%s; %s" % (
-            " (restarted by the watchdog %s)" % _ago(now, state["gangs"][-1]["at"]) if state.get("gangs") else "", budget)
+        since = state.get("started") or (state["gangs"][-1]["at"] if state.get("gangs") else None)
+        return "starting: the engine has not answered since it started %s (it loads its weights; failures count " \
+            "after %s s); %s" % (_ago(now, since), cfg.get("grace", DEFAULTS["grace"]), budget)
     return "watching: the engine answered %s; %s" % (_ago(now, state.get("last_ok")), budget)
 
 
@@ -303,12 +316,12 @@ class Docker(object):
         finally:
             conn.close()
 
-    def status(self, name):
-        """'running', 'restarting', 'exited', ... or None when there is no such container."""
+    def state(self, name):
+        """The container's State ({'Status': 'running', 'StartedAt': ...}), or None when there is none."""
         code, body = self.call("GET", "/containers/%s/json" % name)
         if code == 404:
             return None
-        return json.loads(body.decode("utf-8"))["State"]["Status"]
+        return json.loads(body.decode("utf-8"))["State"]
 
     def act(self, verb, name, wait=30):
         query = "?t=%d" % wait if verb in ("stop", "restart") else ""
@@ -390,12 +403,14 @@ class Head(object):
         return None
 
     def idle(self):
-        status = self.docker.status(self.cfg["engine_container"])
-        if status is None:
-            return "nothing to watch: no container %s" % self.cfg["engine_container"]
-        if status not in ("running", "restarting"):
-            return "%s is %s (stopped by hand or by a deploy: left alone)" % (self.cfg["engine_container"], status)
-        return None
+        """(why there is nothing to watch or None, when the engine container started or None)."""
+        state = self.docker.state(self.cfg["engine_container"])
+        if state is None:
+            return "nothing to watch: no container %s" % self.cfg["engine_container"], None
+        if state.get("Status") not in ("running", "restarting"):
+            return "%s is %s (stopped by hand or by a deploy: left alone)" % (
+                self.cfg["engine_container"], state.get("Status")), None
+        return None, started_at(state.get("StartedAt"))
 
     def wait_workers(self, phase):
         t0 = time.time()
@@ -484,9 +499,9 @@ class Head(object):
         while True:
             t0 = time.time()
             paused, idle = self.paused_by(), None
-            busy = None
+            busy = started = None
             try:
-                idle = self.idle()
+                idle, started = self.idle()
                 ok, error = (False, None) if idle else probe(cfg, self.api_key())
             except Exception as exc:  # pylint: disable=broad-except
                 ok, error = False, "Docker did not answer: %s" % exc
@@ -498,7 +513,7 @@ class Head(object):
             else:
                 self.tokens = None
             before = self.state.get("state")
-            self.state, action = decide(self.state, ok, error, time.time(), cfg, paused, idle, busy)
+            self.state, action = decide(self.state, ok, error, time.time(), cfg, paused, idle, busy, started)
             if self.state["state"] != before:
                 why = self.state.get("paused_by") or self.state.get("last_error")
                 _log("%s -> %s%s" % (before, self.state["state"], ": %s" % why if why else ""))

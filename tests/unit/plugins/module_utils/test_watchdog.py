@@ -231,3 +231,24 @@ def test_tokens_that_still_flow_make_a_slow_answer_busy_not_a_failure(fixture_te
 def test_the_agent_reads_the_counters_module_utils_metrics_reads():
     from ansible_collections.sparkops.inference.plugins.module_utils._metrics import SERIES
     assert set(wd.TOKEN_COUNTERS) == set(SERIES[e]["generation_tokens"] for e in ("vllm", "sglang"))
+
+
+def test_an_engine_that_docker_or_a_reboot_just_started_gets_its_grace_too():
+    """After a power cut Docker starts every container at boot and the engine loads its weights for
+    minutes: the engine container's StartedAt (Docker's own words) opens the same grace as a gang."""
+    cfg = wd.config(dict(HEAD, grace=900))
+    started = wd.started_at("2026-12-02T10:12:32.123456789Z")
+    assert started == 1796206352.0
+    assert wd.started_at("0001-01-01T00:00:00Z") < 0 and wd.started_at(None) is None
+    state = wd.new_state("head")
+    for i in range(20):  # 10 minutes of failed answers while it loads: nothing counts
+        state, action = wd.decide(state, False, "connection refused", started + 30 * i, cfg, started=started)
+        assert action is None and state["state"] == "starting" and state["failures"] == 0
+    assert wd.describe(dict(state, config=cfg), started + 600).startswith(
+        "starting: the engine has not answered since it started 600 s ago (it loads its weights; "
+        "failures count after 900 s)")
+    actions = []
+    for i in range(3):  # past the grace, failures count
+        state, action = wd.decide(state, False, "connection refused", started + 900 + 30 * i, cfg, started=started)
+        actions.append(action)
+    assert actions == [None, None, "restart"]
