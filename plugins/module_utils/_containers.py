@@ -264,7 +264,8 @@ def watchdog_container(o):
     o: name, image (one the host holds: the Ray container's, whose python3 runs the agent),
     agent_path (the agent on the host), agent_sha256 (a label: a new agent recreates the
     container), state_dir (the state file, the pause file and the cluster's lock live there),
-    config_dir (the Ray token and the engine's API key are read there), restart_policy, and
+    config_dir (the Ray token is read there), secrets_dir (where the engine's API key is, when it
+    has one; mounted too unless config_dir holds it), restart_policy, and
     config: the agent's settings (_watchdog.config() checks them here, before anything starts).
     """
     _need(o, "name", "image", "agent_path", "state_dir", "config_dir")
@@ -289,7 +290,9 @@ def watchdog_container(o):
             {"type": "bind", "source": DOCKER_SOCKET, "target": DOCKER_SOCKET},
             {"type": "bind", "source": o["state_dir"], "target": o["state_dir"]},
             {"type": "bind", "source": o["config_dir"], "target": o["config_dir"], "read_only": True},
-        ],
+        ] + ([{"type": "bind", "source": o["secrets_dir"], "target": o["secrets_dir"], "read_only": True}]
+             if o.get("secrets_dir") and not (o["secrets_dir"].rstrip("/") + "/").startswith(
+                 o["config_dir"].rstrip("/") + "/") else []),
         # the program set explicitly, as for the Ray containers: the image's ENTRYPOINT is vLLM's
         "entrypoint": ["python3", "-u", WATCHDOG_AGENT],
         "command": [json.dumps(given, sort_keys=True)],

@@ -41,6 +41,8 @@ import socket
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 PHASES = ("stop", "ray", "engine", "done")
 DEFAULTS = {
@@ -145,8 +147,8 @@ def decide(state, ok, error, now, cfg, paused_by=None, idle=None, busy=None, sta
     if idle:
         st.update(state="idle", failures=0, last_error=idle)
         return st, None
-    if ok:
-        st.update(state="watching", failures=0, last_ok=now, last_error=None, gave_up_at=None, grace_until=None)
+    if ok:  # error: a note on an answer that is not a completion (HTTP 4xx), else None
+        st.update(state="watching", failures=0, last_ok=now, last_error=error, gave_up_at=None, grace_until=None)
         return st, None
     st["last_error"] = error
     if st.get("state") == "gave-up":  # until the engine answers again: no restart loop
@@ -262,7 +264,8 @@ def describe(state, now):
         since = state.get("started") or (state["gangs"][-1]["at"] if state.get("gangs") else None)
         return "starting: the engine has not answered since it started %s (it loads its weights; failures count " \
             "after %s s); %s" % (_ago(now, since), cfg.get("grace", DEFAULTS["grace"]), budget)
-    return "watching: the engine answered %s; %s" % (_ago(now, state.get("last_ok")), budget)
+    return "watching: the engine answered %s%s; %s" % (
+        _ago(now, state.get("last_ok")), " (%s)" % state["last_error"] if state.get("last_error") else "", budget)
 
 
 # ---------------------------------------------------------------------------- the agent (I/O)
@@ -333,29 +336,39 @@ class Docker(object):
         return "done"
 
 
+def _open(req, timeout):
+    """urlopen without proxies: every URL here is a cluster host's own (an image or a daemon that
+    sets http_proxy must not send the probe or the gang elsewhere)."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=timeout)
+
+
 def probe(cfg, api_key):
-    """A real short completion: (True, None) or (False, why)."""
-    import urllib.request  # pylint: disable=import-outside-toplevel
+    """A real short completion: (True, None) when it comes back; (True, note) when the engine answers
+    with a client error (4xx: alive - the probe's key or model name is wrong, which restarting
+    would not mend); (False, why) when it does not answer, or answers 5xx (vLLM's dead engine)."""
     body = json.dumps({"model": cfg["model"], "prompt": "ping", "max_tokens": 1}).encode("utf-8")
     req = urllib.request.Request(cfg["probe_url"], data=body, headers={"Content-Type": "application/json"})
     if api_key:
         req.add_header("Authorization", "Bearer " + api_key)
     try:
-        res = urllib.request.urlopen(req, timeout=cfg["timeout"])  # nosec - the engine's own URL
-        doc = json.loads(res.read().decode("utf-8"))
+        doc = json.loads(_open(req, cfg["timeout"]).read().decode("utf-8"))
         if doc.get("choices"):
             return True, None
-        return False, "an answer without choices"
+        return False, "an answer without choices from %s" % cfg["probe_url"]
+    except urllib.error.HTTPError as exc:
+        if 400 <= exc.code < 500:
+            return True, "the engine answers, but HTTP %d to the watchdog's completion (%s): check the engine's API " \
+                "key file and served name" % (exc.code, exc.reason)
+        return False, "HTTP %d from %s: %s" % (exc.code, cfg["probe_url"], exc.reason)
     except Exception as exc:  # pylint: disable=broad-except
         return False, "no completion in %d s from %s: %s" % (cfg["timeout"], cfg["probe_url"], exc)
 
 
 def engine_tokens(cfg):
     """The engine's generation tokens so far, from its /metrics (None when it does not say)."""
-    import urllib.request  # pylint: disable=import-outside-toplevel
     url = cfg["probe_url"].split("/v1/", 1)[0] + "/metrics"
     try:
-        return generated_tokens(urllib.request.urlopen(url, timeout=cfg["timeout"]).read().decode("utf-8"))  # nosec
+        return generated_tokens(_open(url, cfg["timeout"]).read().decode("utf-8"))
     except Exception:  # pylint: disable=broad-except
         return None
 
@@ -540,7 +553,6 @@ class Worker(object):
         self.state["role"] = "worker"
 
     def run(self):
-        import urllib.request  # pylint: disable=import-outside-toplevel
         cfg = self.cfg
         actions = {"stop": ("stop", cfg["engine_container"]), "ray": ("restart", cfg["ray_container"]),
                    "engine": ("start", cfg["engine_container"])}
@@ -548,7 +560,7 @@ class Worker(object):
             gen, phase = self.state.get("generation"), self.state.get("phase") or "done"
             url = "%s/gang?host=%s&generation=%s&phase=%s" % (cfg["head_url"], cfg["host"], gen or 0, phase)
             try:
-                doc = json.loads(urllib.request.urlopen(url, timeout=10).read().decode("utf-8"))  # nosec
+                doc = json.loads(_open(url, 10).read().decode("utf-8"))
                 if not verified(_key(cfg), doc):
                     raise ValueError("the head's answer is not signed with this cluster's Ray token: ignored")
                 published = (int(doc["generation"]), doc["phase"])

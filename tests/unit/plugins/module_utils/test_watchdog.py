@@ -117,6 +117,10 @@ def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_fo
     sources = dict((m["target"], (m["source"], m.get("read_only", False))) for m in spec["mounts"])
     assert sources["/var/run/docker.sock"] == ("/var/run/docker.sock", False)
     assert sources["/etc/sparkops"] == ("/etc/sparkops", True)
+    assert len(spec["mounts"]) == 4  # /etc/sparkops/secrets is under /etc/sparkops: no mount of its own
+    assert len(watchdog_container(dict(o, secrets_dir="/etc/sparkops/secrets"))["mounts"]) == 4
+    moved = watchdog_container(dict(o, secrets_dir="/srv/secrets"))["mounts"][-1]
+    assert moved == {"type": "bind", "source": "/srv/secrets", "target": "/srv/secrets", "read_only": True}
     assert watchdog_container(o)["labels"]["sparkops.spec"] == spec["labels"]["sparkops.spec"]
     assert watchdog_container(dict(o, config=dict(HEAD, failures=4)))["labels"]["sparkops.spec"] != \
         spec["labels"]["sparkops.spec"]
@@ -252,3 +256,44 @@ def test_an_engine_that_docker_or_a_reboot_just_started_gets_its_grace_too():
         state, action = wd.decide(state, False, "connection refused", started + 900 + 30 * i, cfg, started=started)
         actions.append(action)
     assert actions == [None, None, "restart"]
+
+
+def test_the_probe_counts_silence_and_5xx_and_takes_a_4xx_as_alive(tmp_path):
+    """probe() against a local HTTP server in the engine's place: a completion, a 401 (a wrong key:
+    alive, restarting would not mend it), a 500 (vLLM's dead engine) and silence past the timeout."""
+    import http.server  # pylint: disable=import-outside-toplevel
+    answers = {"/ok/v1/completions": (200, b'{"choices": [{"text": "!"}]}'), "/key/v1/completions": (401, b"{}"),
+               "/dead/v1/completions": (500, b"{}")}
+
+    class Engine(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # pylint: disable=invalid-name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path not in answers:
+                time.sleep(2)  # silent past the probe's timeout
+                return
+            code, body = answers[self.path]
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Engine)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.daemon = True
+    thread.start()
+    base = "http://127.0.0.1:%d" % server.server_address[1]
+    try:
+        def probe(path):
+            return wd.probe(wd.config(dict(HEAD, probe_url=base + path, timeout=1, interval=2)), "a-key")
+        assert probe("/ok/v1/completions") == (True, None)
+        ok, note = probe("/key/v1/completions")
+        assert ok and note.startswith("the engine answers, but HTTP 401 to the watchdog's completion")
+        dead = "HTTP 500 from %s/dead/v1/completions: Internal Server Error" % base
+        assert probe("/dead/v1/completions") == (False, dead)
+        ok, why = probe("/hung/v1/completions")
+        assert not ok and why.startswith("no completion in 1 s from %s/hung/v1/completions: " % base)
+    finally:
+        server.shutdown()
