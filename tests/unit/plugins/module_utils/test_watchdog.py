@@ -171,15 +171,19 @@ def free_port():
     return port
 
 
-def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_token_does_nothing(tmp_path):
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_token_does_nothing(tmp_path, engine):
+    """vLLM: the engine on the head only; SGLang: an engine container on every host (its ranks),
+    stopped on every host before any Ray node restarts, started on every host after the last."""
     calls = []
     token, wrong = tmp_path / "token", tmp_path / "other-token"
     token.write_bytes(b"cluster-token\n")
     wrong.write_bytes(b"not-the-cluster-token\n")
     port = free_port()
     docker = {}
+    ranks = ["sparkops-model-server"] if engine == "sglang" else []
     for host, names in (("spark1", ["sparkops-ray-head", "sparkops-model-server"]),
-                        ("spark2", ["sparkops-ray-worker"]), ("spark3", ["sparkops-ray-worker"])):
+                        ("spark2", ["sparkops-ray-worker"] + ranks), ("spark3", ["sparkops-ray-worker"] + ranks)):
         FakeDockerd(str(tmp_path / (host + ".sock")), host, calls, names)
         docker[host] = wd.Docker(str(tmp_path / (host + ".sock")), timeout=5)
     head_cfg = wd.config(dict(HEAD, state_file=str(tmp_path / "head.json"), token_file=str(token), port=port,
@@ -200,8 +204,15 @@ def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_tok
         time.sleep(0.2)
     head.gang()
     time.sleep(2.5)  # two more polls: a worker that is not signed to must still not act
-    assert calls == ["spark1 stop sparkops-model-server", "spark1 restart sparkops-ray-head",
-                     "spark2 restart sparkops-ray-worker", "spark1 start sparkops-model-server"], calls
+    # the phases in order; within one, the hosts act at once (any order)
+    hosts = ["spark1", "spark2"] if engine == "sglang" else ["spark1"]
+    phases = [set("%s stop sparkops-model-server" % h for h in hosts), {"spark1 restart sparkops-ray-head"},
+              {"spark2 restart sparkops-ray-worker"}, set("%s start sparkops-model-server" % h for h in hosts)]
+    assert len(calls) == sum(len(p) for p in phases), calls
+    at = 0
+    for phase in phases:
+        assert set(calls[at:at + len(phase)]) == phase, calls
+        at += len(phase)
     state = json.loads((tmp_path / "head.json").read_text())
     assert state["generation"] == 1 and state["phase"] == "done" and state["gangs"][-1]["missing"] == []
     assert state["workers"]["spark2"] == {"generation": 1, "phase": "engine"}
