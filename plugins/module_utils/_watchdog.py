@@ -171,13 +171,13 @@ def decide(state, ok, error, now, cfg, paused_by=None, idle=None, busy=None, sta
     return st, "restart"
 
 
-def gang_started(state, now, counted=True):
+def gang_started(state, now, cfg, counted=True):
     """The state as a gang restart begins: a new generation, its first phase, counted in the window
     (a restart resumed after the agent itself was restarted is not counted twice)."""
     st = dict(state, generation=int(state.get("generation") or 0) + 1, phase=PHASES[0], state="restarting",
               failures=0)
-    if counted:
-        st["restarts"] = list(state.get("restarts") or []) + [now]
+    if counted:  # only the window's: the list stays as short as the budget over months of service
+        st["restarts"] = recent(state.get("restarts") or [], now, cfg["window"]) + [now]
     return st
 
 
@@ -442,7 +442,7 @@ class Head(object):
 
     def gang(self, counted=True):
         cfg, docker = self.cfg, self.docker
-        self.state = gang_started(self.state, time.time(), counted)
+        self.state = gang_started(self.state, time.time(), cfg, counted)
         missing = set()
         self.publish("stop")
         docker.act("stop", cfg["engine_container"], cfg["stop_timeout"])

@@ -33,7 +33,7 @@ def run_probes(cfg, results, start=1000.0, step=10.0, state=None):
         now = start + i * step
         state, action = wd.decide(state, ok, None if ok else "timed out", now, cfg)
         if action == "restart":
-            state = wd.gang_done(wd.gang_started(state, now), now, cfg, [])
+            state = wd.gang_done(wd.gang_started(state, now, cfg), now, cfg, [])
         actions.append(action)
     return actions, state
 
@@ -61,6 +61,8 @@ def test_a_restarted_engine_gets_its_grace_then_the_budget_ends_in_gave_up_and_s
     assert action is None and state2["state"] == "gave-up"
     state3, action = wd.decide(state2, True, None, later + 10, cfg)
     assert action is None and state3["state"] == "watching" and state3["gave_up_at"] is None
+    # the next restart keeps only the window's restarts: the list does not grow over months
+    assert wd.gang_started(state3, later + 20, cfg)["restarts"] == [later + 20]
     line = wd.describe(dict(state, config=cfg), state["gave_up_at"] + 60)
     assert line.startswith("GAVE UP 60 s ago: the engine still does not answer (timed out) after 2 gang restart(s)")
     assert "re-deploy" in line
