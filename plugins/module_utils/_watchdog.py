@@ -304,20 +304,33 @@ class _UnixConnection(http_client.HTTPConnection):
 
 
 class Docker(object):
-    """The Engine API over the unix socket, unversioned paths (the daemon's own version)."""
+    """The Engine API over the unix socket, at the version the daemon says it speaks (``GET /_ping``
+    answers ``API-Version``): requests without a version are deprecated by Docker, and Docker 29
+    refuses versions below 1.44, so neither a missing nor a fixed old version would last."""
 
     def __init__(self, path="/var/run/docker.sock", timeout=120):
         self.path, self.timeout = path, timeout
+        self.version = None
 
-    def call(self, method, url):
+    def _send(self, method, url):
         conn = _UnixConnection(self.path, self.timeout)
         try:
             conn.request(method, url)
             res = conn.getresponse()
             body = res.read()
-            return res.status, body
+            return res.status, res.getheader("API-Version"), body
         finally:
             conn.close()
+
+    def call(self, method, url):
+        try:
+            if self.version is None:
+                self.version = self._send("GET", "/_ping")[1] or "1.41"  # no header: a daemon older than 1.25
+            code, dummy, body = self._send(method, "/v%s%s" % (self.version, url))
+        except Exception:
+            self.version = None  # a daemon restarted (or upgraded) meanwhile: ask again next time
+            raise
+        return code, body
 
     def state(self, name):
         """The container's State ({'Status': 'running', 'StartedAt': ...}), or None when there is none."""

@@ -134,8 +134,10 @@ def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_fo
 # ------------------------------------------------------------------ one gang restart, end to end
 
 class FakeDockerd(object):
-    """A stand-in for dockerd on a unix socket: it answers the Engine API calls the agents make
-    (inspect, stop, restart, start) and records them as 'HOST VERB NAME' in arrival order."""
+    """A stand-in for dockerd on a unix socket: it answers /_ping with the API version it speaks
+    (Docker 29's, 1.52) and the Engine API calls the agents make at that version (inspect, stop,
+    restart, start), and records them as 'HOST VERB NAME' in arrival order (a call without the
+    version is refused, and recorded too)."""
 
     def __init__(self, path, host, calls, containers):
         self.path, self.host, self.calls, self.containers = path, host, calls, containers
@@ -153,6 +155,17 @@ class FakeDockerd(object):
                 head = conn.recv(65536).decode("utf-8").split("\r\n")[0]
                 method, path = head.split(" ")[:2]
                 parts = path.split("?")[0].strip("/").split("/")
+                if parts == ["_ping"]:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nAPI-Version: 1.52\r\nContent-Length: 2\r\n"
+                                 b"Connection: close\r\n\r\nOK")
+                    continue
+                if parts[0] != "v1.52":  # the version the daemon said it speaks, on every other call
+                    status, body = 400, b'{"message": "unversioned or wrong API version"}'
+                    self.calls.append("%s unversioned %s" % (self.host, path))
+                    conn.sendall(("HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                                  % (status, len(body))).encode("utf-8") + body)
+                    continue
+                parts = parts[1:]
                 name = parts[1]
                 if name not in self.containers:
                     status, body = 404, b'{"message": "no such container"}'
