@@ -2,6 +2,8 @@
 # Tests of controller plugins (filters) in the same pytest process import controller code, which
 # (ansible-core 2.19 and newer) flips ansible.module_utils._internal.is_controller and sends module
 # warnings to the display instead of the module result: keep module tests in the module context.
+import stat
+
 import pytest
 
 try:
@@ -14,3 +16,14 @@ except ImportError:  # ansible-core < 2.19 has no such switch
 def module_context(monkeypatch):
     if _internal is not None:
         monkeypatch.setattr(_internal, "is_controller", False)
+
+
+@pytest.fixture
+def executable():
+    """Write an executable stand-in for a tool a module runs (nvidia-smi, docker, ...): path, body
+    (with its #! line) -> the path, as a string for the module's argument."""
+    def write(path, body):
+        path.write_text(body)
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+        return str(path)
+    return write

@@ -9,7 +9,6 @@ __metaclass__ = type
 
 import json
 import os
-import stat
 
 import pytest
 
@@ -44,19 +43,13 @@ esac
 '''
 
 
-def tool(path, body):
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
-
-
 @pytest.fixture
-def host(tmp_path):
+def host(tmp_path, executable):
     (tmp_path / "state").mkdir()
     for name in ("old-vllm", "embed"):
         (tmp_path / "state" / name).write_text("running\n")
-    docker = tool(tmp_path / "docker", DOCKER % {"dir": tmp_path})
-    smi = tool(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
+    docker = executable(tmp_path / "docker", DOCKER % {"dir": tmp_path})
+    smi = executable(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
     return tmp_path, {"docker_cli": docker, "nvidia_smi_path": smi,
                       "state_file": str(tmp_path / "record.json"), "stop_timeout": 1}
 

@@ -8,7 +8,6 @@ __metaclass__ = type
 
 import json
 import os
-import stat
 
 import pytest
 
@@ -21,11 +20,11 @@ INFO = {"ServerVersion": "29.1.3", "DockerRootDir": "/var/lib/docker", "Runtimes
         "DefaultRuntime": "runc", "Architecture": "aarch64", "ServerErrors": None}
 
 
-def tool(tmp_path, name, body):
-    path = tmp_path / name
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
+BUSY = os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml")
+
+
+def sh(body):
+    return "#!/bin/sh\n" + body + "\n"
 
 
 def run_module(capsys, args):
@@ -36,17 +35,17 @@ def run_module(capsys, args):
 
 
 @pytest.fixture
-def docker(tmp_path, monkeypatch):
+def docker(tmp_path, monkeypatch, executable):
     # the Python running the tests is not the host's: ansible-test's and the matrix's venvs have no
     # requests, which the prerequisite check rightly names - these tests are about the GPU facts
     monkeypatch.setattr(host_prereqs, "has_requests", lambda: True)
     info = tmp_path / "info.json"
     info.write_text(json.dumps(INFO))
-    return tool(tmp_path, "docker", 'cat "%s"' % info)
+    return executable(tmp_path / "docker", sh('cat "%s"' % info))
 
 
-def test_prerequisites_and_gpu_facts_in_one_call(tmp_path, capsys, docker):
-    smi = tool(tmp_path, "nvidia-smi", 'cat "%s"' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
+def test_prerequisites_and_gpu_facts_in_one_call(tmp_path, capsys, docker, executable):
+    smi = executable(tmp_path / "nvidia-smi", sh('cat "%s"' % BUSY))
     result = run_module(capsys, {"docker_cli": docker, "gpu_facts": True, "nvidia_smi_path": smi,
                                  "require_gpu_runtime": True})
     assert result.get("failed") is not True, result
@@ -57,16 +56,17 @@ def test_prerequisites_and_gpu_facts_in_one_call(tmp_path, capsys, docker):
     assert facts["sparkops_gpu"]["source"] == smi + " -q -x"
 
 
-def test_without_gpu_facts_no_gpu_is_read(tmp_path, capsys, docker):
-    smi = tool(tmp_path, "nvidia-smi", "exit 9")
+def test_without_gpu_facts_no_gpu_is_read(tmp_path, capsys, docker, executable):
+    smi = executable(tmp_path / "nvidia-smi", sh("exit 9"))
     result = run_module(capsys, {"docker_cli": docker, "nvidia_smi_path": smi})
     assert result.get("failed") is not True, result
     assert "sparkops_gpu" not in result["ansible_facts"]
 
 
-def test_a_gpu_that_cannot_be_read_fails_with_the_gpu_message_and_keeps_the_host_facts(tmp_path, capsys, docker):
-    smi = tool(tmp_path, "nvidia-smi", "echo \"NVIDIA-SMI has failed because it couldn't communicate with "
-                                       "the NVIDIA driver.\"; exit 9")
+def test_a_gpu_that_cannot_be_read_fails_with_the_gpu_message_and_keeps_the_host_facts(tmp_path, capsys, docker,
+                                                                                       executable):
+    smi = executable(tmp_path / "nvidia-smi", sh("echo \"NVIDIA-SMI has failed because it couldn't communicate with "
+                                                 "the NVIDIA driver.\"; exit 9"))
     result = run_module(capsys, {"docker_cli": docker, "gpu_facts": True, "nvidia_smi_path": smi})
     assert result["failed"] is True
     assert "exit 9" in result["msg"] and "couldn't communicate" in result["msg"]
@@ -78,8 +78,8 @@ def test_a_gpu_that_cannot_be_read_fails_with_the_gpu_message_and_keeps_the_host
     assert "couldn't communicate" in tolerated["ansible_facts"]["sparkops_gpu"]["error"]
 
 
-def test_missing_prerequisites_fail_first(tmp_path, capsys):
-    smi = tool(tmp_path, "nvidia-smi", 'cat "%s"' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
+def test_missing_prerequisites_fail_first(tmp_path, capsys, executable):
+    smi = executable(tmp_path / "nvidia-smi", sh('cat "%s"' % BUSY))
     result = run_module(capsys, {"docker_cli": str(tmp_path / "no-docker"), "gpu_facts": True,
                                  "nvidia_smi_path": smi})
     assert result["failed"] is True

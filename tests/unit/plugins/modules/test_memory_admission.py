@@ -10,7 +10,6 @@ __metaclass__ = type
 import json
 import os
 import socket
-import stat
 
 import pytest
 
@@ -21,16 +20,10 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
                         "fixtures")
 
 
-def tool(path, body):
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
-
-
 @pytest.fixture
-def host(tmp_path):
-    smi = tool(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
-    docker = tool(tmp_path / "docker", "#!/bin/sh\nexit 0\n")
+def host(tmp_path, executable):
+    smi = executable(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(FIXTURES, "gb10", "nvidia-smi-q-busy.xml"))
+    docker = executable(tmp_path / "docker", "#!/bin/sh\nexit 0\n")
     model = tmp_path / "model"
     (model / "sub").mkdir(parents=True)
     for name in ("config.json", "model-00001.safetensors", "sub/tokenizer.json"):
@@ -86,13 +79,13 @@ def test_a_utilization_out_of_range_says_what_is_expected(host, capsys):
     assert res["msg"] == "utilization must be above 0 and at most 1 (a fraction of the memory); got 85.0"
 
 
-def test_on_a_discrete_gpu_it_decides_as_it_did_on_the_h200(tmp_path, capsys):
+def test_on_a_discrete_gpu_it_decides_as_it_did_on_the_h200(tmp_path, capsys, executable):
     """nvidia-smi as captured on the lent H200 while another process held 40 GiB of GPU 0: the
     module run there refused 0.71 and admitted 0.70 (torch's own numbers agreed, results.json);
     from the same report it must decide the same here, naming the holder."""
     where = os.path.join(FIXTURES, "h200-admission", "module")
-    smi = tool(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(where, "nvidia-smi-q-held-40g-gpu0.xml"))
-    args = {"nvidia_smi_path": smi, "docker_cli": tool(tmp_path / "docker", "#!/bin/sh\nexit 0\n")}
+    smi = executable(tmp_path / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(where, "nvidia-smi-q-held-40g-gpu0.xml"))
+    args = {"nvidia_smi_path": smi, "docker_cli": executable(tmp_path / "docker", "#!/bin/sh\nexit 0\n")}
     with open(os.path.join(where, "results.json")) as f:
         seen = dict((r["utilization"], r) for r in json.load(f)["held"])
     for utilization in (0.5, 0.7, 0.71, 0.9):
