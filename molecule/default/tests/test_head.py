@@ -55,6 +55,8 @@ def test_the_report_is_complete():
     assert report["serving"]["endpoint"] == "http://10.77.0.11:8000/v1"
     assert report["fabric"]["interface"] == "enp1s0f1np1"
     assert set(report["seconds"]) == {"preflight", "engine_image", "gpu_memory", "fabric", "ray_cluster",
-                                      "model_server"}
+                                      "model_server", "watchdog"}
+    # the watchdog is opt-in: off here, and said so
+    assert report["watchdog"]["enabled"] is False
     # the idempotence run wrote the last report: nothing stopped then, the engine left alone
     assert report["serving"]["restarted"] is False
