@@ -350,7 +350,7 @@ class Docker(object):
 
 
 def _open(req, timeout):
-    """urlopen without proxies: every URL here is a cluster host's own (an image or a daemon that
+    """Open a URL without proxies: every URL here is a cluster host's own (an image or a daemon that
     sets http_proxy must not send the probe or the gang elsewhere)."""
     return urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=timeout)
 
