@@ -40,8 +40,14 @@ deploy: venv
 status: venv
 	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/lab
 
+# Two lanes (pytest-xdist workers), each with a lab of its own: gw0 on this machine's network,
+# gw1 through lab/isolated.sh (namespaces of its own); tests/integration/conftest.py says which
+# test files run where. The lab images are built once, before the lanes start, for both.
+LANES := --dist loadscope --tx popen --tx 'popen//python=$(CURDIR)/lab/isolated.sh b $(CURDIR)/$(BIN)/python'
+
 test: setup  ## every test; ends with pytest's summary line
-	$(BIN)/pytest -p no:cacheprovider -ra --durations=40 tests/unit tests/integration
+	$(PYTHON) lab/sparklab.py images
+	$(BIN)/pytest -p no:cacheprovider -ra --durations=40 $(LANES) tests/unit tests/integration
 
 faults-doc:  ## docs/faults.md from the lab tests' fault markers
 	$(PYTHON) tests/fault_catalogue.py

@@ -6,6 +6,11 @@ import threading
 
 import pytest
 
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # run without pytest-xdist: one lane, nothing to schedule
+    LoadScopeScheduling = object
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 LAB = [sys.executable, os.path.join(ROOT, "lab", "sparklab.py")]
@@ -106,6 +111,8 @@ def _run_static_checks(names):
 
 
 def pytest_collection_finish(session):
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
+        return  # the static checks run in lane 0 only, which runs test_90_static (Lanes below)
     static = [i for i in session.items if os.path.basename(str(i.fspath)) == "test_90_static.py"]
     wanted = [n for n in STATIC_CHECKS if any(n in i.name for i in static)]
     if wanted and len(static) < len(session.items):  # only when there is other work to overlap
@@ -124,3 +131,63 @@ def static_check(name):
     if isinstance(result, Exception):
         raise result
     return result
+
+
+# ------------------------------------------------------------------------------------------------
+# Lanes: `make test` runs the suite in two pytest-xdist workers, each with a lab of its own.
+# gw0 runs on this machine's network (PyPI for the controller matrix, the lab at 10.77.0.0/24);
+# every other worker is started through lab/isolated.sh, in network and mount namespaces of its
+# own where the same addresses, names and paths hold a second lab. The lab tests mostly wait on
+# Ray, sshd and Docker; two lanes keep both cores busy. A test file runs whole in one lane (its
+# module fixtures own that lane's lab). The scheduler (pytest_xdist_make_scheduler) keeps:
+#   - unit tests and test_90_static in lane 0 (the static checks' thread runs there; test_90
+#     waits for it, so it comes last there);
+#   - molecule's scenarios and then test_40 (both take the lab down) as one unit, given out only
+#     when no other lab file is left to give: after them a lane has no lab;
+#   - every other lab file to whichever lane is free first, in file order.
+LANE0_ONLY = ("tests/unit/", "tests/integration/test_90_static.py")
+LAST_IN_LANE = ("tests/integration/test_30_molecule.py", "tests/integration/test_40_lab_down.py")
+LAST_UNIT = "tests/integration/[molecule, then lab down]"
+
+
+class Lanes(LoadScopeScheduling):
+    """LoadScopeScheduling (a file at a time) with the lane rules above."""
+
+    def _split_scope(self, nodeid):
+        path = nodeid.split("::", 1)[0]
+        return LAST_UNIT if path in LAST_IN_LANE else path
+
+    def _allowed(self, node, scope):
+        lane0 = node.gateway.id == "gw0"
+        if scope.startswith(LANE0_ONLY) and not lane0:
+            return False
+        lab_left = [s for s in self.workqueue if s != LAST_UNIT and not s.startswith(LANE0_ONLY)]
+        if scope == LAST_UNIT:
+            return not lab_left
+        if scope == LANE0_ONLY[1]:  # test_90 last in lane 0
+            return not [s for s in self.workqueue if s != scope]
+        return True
+
+    def _assign_work_unit(self, node):
+        scope = next((s for s in self.workqueue if self._allowed(node, s)), None)
+        if scope is None:
+            return  # nothing for this lane now; the scheduler asks again as its tests complete
+        work_unit = self.workqueue.pop(scope)
+        self.assigned_work.setdefault(node, {})[scope] = work_unit
+        collection = self.registered_collections[node]
+        node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+
+
+if LoadScopeScheduling is not object:
+    def pytest_xdist_make_scheduler(config, log):
+        config.option.loadscopereorder = False  # file order, not the largest file first
+        return Lanes(config, log)
+
+
+def pytest_sessionstart(session):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and worker != "gw0" and not os.environ.get("SPARKOPS_LAB_ISOLATED"):
+        raise pytest.UsageError(
+            "pytest-xdist worker %s would share gw0's lab (one lab per machine at 10.77.0.0/24); "
+            "start every worker but gw0 through lab/isolated.sh, as `make test` does: --tx popen "
+            "--tx 'popen//python=lab/isolated.sh b .venv/bin/python'" % worker)

@@ -34,21 +34,6 @@ def nvidia_smi_mib(ip):
     return sum(int(line.split(",")[1]) for line in out.splitlines() if line.strip())
 
 
-def test_check_mode_reports_and_stops_nothing(old_model):
-    res = memory_play("--check", "--diff")
-    assert res.returncode == 0, res.out[-3000:]
-    assert "would stop old-vllm, embeddings-embed-1 (43008 MiB of GPU memory)" in res.out
-    # --diff: per host, each holder running before and stopped after
-    for host in ("spark1", "spark2"):
-        assert "--- before: %s: what holds GPU memory\n+++ after: %s: after this run\n" % (host, host) in res.out
-    assert res.out.count("-container old-vllm: running\n") == 2, res.out[-3000:]
-    assert res.out.count("+container old-vllm: stopped (recorded in %s)\n" % RECORD) == 2
-    assert res.out.count("+container embeddings-embed-1: stopped (recorded in %s)\n" % RECORD) == 2
-    for ip in HOSTS:
-        assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
-        assert ssh(ip, "test -e %s" % RECORD).returncode != 0
-
-
 def test_deploy_stops_records_frees_then_restore_brings_back(old_model):
     before = [nvidia_smi_mib(ip) for ip in HOSTS]
     assert before == [43008, 43008]
@@ -73,6 +58,23 @@ def test_deploy_stops_records_frees_then_restore_brings_back(old_model):
         assert running(ip) == ["embeddings-embed-1", "old-vllm"]
         assert nvidia_smi_mib(ip) == 43008
         assert ssh(ip, "test -e %s.restored" % RECORD).returncode == 0
+
+
+def test_check_mode_reports_and_stops_nothing(old_model):
+    # after the deploy above: check mode pulls nothing, so the candidates must be on the hosts
+    # for it to get as far as the memory phase (the test stands on its own in any lane)
+    res = memory_play("--check", "--diff")
+    assert res.returncode == 0, res.out[-3000:]
+    assert "would stop old-vllm, embeddings-embed-1 (43008 MiB of GPU memory)" in res.out
+    # --diff: per host, each holder running before and stopped after
+    for host in ("spark1", "spark2"):
+        assert "--- before: %s: what holds GPU memory\n+++ after: %s: after this run\n" % (host, host) in res.out
+    assert res.out.count("-container old-vllm: running\n") == 2, res.out[-3000:]
+    assert res.out.count("+container old-vllm: stopped (recorded in %s)\n" % RECORD) == 2
+    assert res.out.count("+container embeddings-embed-1: stopped (recorded in %s)\n" % RECORD) == 2
+    for ip in HOSTS:
+        assert {"old-vllm", "embeddings-embed-1"} <= set(running(ip))
+        assert ssh(ip, "test -e %s" % RECORD).returncode != 0
 
 
 @pytest.mark.fault(
