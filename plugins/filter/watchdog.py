@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, sparkops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The watchdog's state file in one line, as module_utils/_watchdog describes it."""
+"""The watchdog's state file in one line, and its settings checked, as module_utils/_watchdog does."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,6 +20,19 @@ def watchdog_describe(state, now=None):
     return _watchdog.describe(state or {}, time.time() if now is None else float(now))
 
 
+def watchdog_settings_error(chosen):
+    """What is wrong with the watchdog's settings (the role's watchdog_* variables without their
+    prefix), as the agents would refuse them at their start; an empty string when nothing is."""
+    if not isinstance(chosen, dict):
+        raise AnsibleFilterError("watchdog_settings_error: expected the settings (a dict), found %s"
+                                 % type(chosen).__name__)
+    try:
+        _watchdog.settings(chosen)
+    except _watchdog.ConfigError as exc:
+        return str(exc)
+    return ""
+
+
 class FilterModule(object):
     def filters(self):
-        return {"watchdog_describe": watchdog_describe}
+        return {"watchdog_describe": watchdog_describe, "watchdog_settings_error": watchdog_settings_error}

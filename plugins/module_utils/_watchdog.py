@@ -62,23 +62,35 @@ class ConfigError(ValueError):
 
 # ---------------------------------------------------------------------------- pure decisions
 
-def config(o):
-    """The agent's settings: DEFAULTS overridden by o, checked. Raises ConfigError naming the key,
+def settings(o):
+    """The settings a person chooses (DEFAULTS' keys; the role's variables are watchdog_KEY), over
+    DEFAULTS, checked: the deploy checks them in preflight (filter watchdog_settings), before it
+    changes anything, and each agent again at its start. Raises ConfigError naming the variable,
     what it expected and what it found."""
     cfg = dict(DEFAULTS)
-    cfg.update(dict((k, v) for k, v in (o or {}).items() if v is not None and v != ""))
-    if cfg.get("role") not in ("head", "worker"):
-        raise ConfigError("role is %r: expected head or worker" % (cfg.get("role"),))
+    cfg.update(dict((k, v) for k, v in (o or {}).items() if k in DEFAULTS and v is not None and v != ""))
     for key in POSITIVE + ("max_restarts", "stop_timeout"):
         try:
             cfg[key] = int(cfg[key])
         except (TypeError, ValueError):
-            raise ConfigError("%s is %r: expected a whole number" % (key, cfg[key]))
+            raise ConfigError("watchdog_%s is %r: expected a whole number" % (key, cfg[key]))
         if key in POSITIVE and cfg[key] < 1 or cfg[key] < 0:
-            raise ConfigError("%s is %r: expected %s" % (key, cfg[key], "1 or more" if key in POSITIVE else "0 or more"))
+            raise ConfigError("watchdog_%s is %r: expected %s" % (key, cfg[key], "1 or more" if key in POSITIVE else "0 or more"))
     if cfg["timeout"] > cfg["interval"]:
-        raise ConfigError("timeout is %d s, longer than the interval (%d s): a probe would still run when the "
-                          "next is due; set watchdog_timeout below watchdog_interval" % (cfg["timeout"], cfg["interval"]))
+        raise ConfigError("watchdog_timeout is %d s, longer than the interval (%d s): a probe would still run when "
+                          "the next is due; set watchdog_timeout below watchdog_interval" % (cfg["timeout"], cfg["interval"]))
+    cfg["paused"] = cfg["paused"] in (True, "true", "True", "yes", 1, "1")
+    return cfg
+
+
+def config(o):
+    """The agent's settings: settings() and what the role fills in (role, host, containers, URLs,
+    files), checked. Raises ConfigError naming the key, what it expected and what it found."""
+    o = o or {}
+    cfg = dict((k, v) for k, v in o.items() if k not in DEFAULTS)
+    cfg.update(settings(o))
+    if cfg.get("role") not in ("head", "worker"):
+        raise ConfigError("role is %r: expected head or worker" % (cfg.get("role"),))
     need = ("host", "ray_container", "engine_container", "state_file")
     if cfg["role"] == "head":
         need += ("probe_url", "model", "listen", "port", "workers", "pause_file", "lock_file")
@@ -87,7 +99,6 @@ def config(o):
     missing = [k for k in need if cfg.get(k) is None or cfg.get(k) == ""]
     if missing:
         raise ConfigError("the %s's agent needs %s" % (cfg["role"], ", ".join(missing)))
-    cfg["paused"] = cfg["paused"] in (True, "true", "True", "yes", 1, "1")
     return cfg
 
 

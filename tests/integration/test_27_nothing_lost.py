@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, playbook, ssh
+from conftest import BIN, ROOT, playbook, ssh, still_serves
 from conftest import old_model_only as reset_to_the_old_model
 
 HOSTS = ("10.77.0.11", "10.77.0.12")
@@ -147,6 +147,28 @@ def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(lab):
     assert res.returncode != 0
     assert "Nothing was rolled back: this run stopped no service." in flat(res.out)
     assert [running(ip) for ip in HOSTS] == before
+
+
+@pytest.mark.fault(
+    fault="a re-deploy of a serving cluster with a watchdog setting its agents would refuse",
+    inject="watchdog_enabled with watchdog_timeout 45 above watchdog_interval 30",
+    message="'watchdog_timeout is 45 s, longer than the interval (30 s) ... Nothing was changed on any host'",
+    left="exactly the containers that ran before on both hosts (the engine serving); no agent")
+def test_a_watchdog_setting_its_agents_would_refuse_stops_the_deploy_in_preflight(lab):
+    """Checked only by the agents, in the watchdog phase after the model served, such a setting
+    made the rescue roll back a good deploy; preflight refuses it before anything is touched."""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    before = [running(ip) for ip in HOSTS]
+    assert "sparkops-model-server" in before[0]
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", "watchdog_enabled=true", "-e", "watchdog_timeout=45")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert ("watchdog_timeout is 45 s, longer than the interval (30 s): a probe would still run when the next is "
+            "due; set watchdog_timeout below watchdog_interval. Nothing was changed on any host") in out, out[-2000:]
+    assert "TASK [sparkops.inference.engine_image" not in res.out  # nothing after preflight ran
+    assert [running(ip) for ip in HOSTS] == before
+    assert still_serves()
 
 
 @pytest.mark.fault(

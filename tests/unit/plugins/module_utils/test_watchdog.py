@@ -98,9 +98,10 @@ def test_a_signature_from_another_token_or_a_changed_generation_is_refused():
 
 @pytest.mark.parametrize("change, message", [
     ({"role": "leader"}, "role is 'leader': expected head or worker"),
-    ({"failures": "three"}, "failures is 'three': expected a whole number"),
-    ({"interval": 0}, "interval is 0: expected 1 or more"),
-    ({"timeout": 60, "interval": 30}, "timeout is 60 s, longer than the interval (30 s)"),
+    ({"failures": "three"}, "watchdog_failures is 'three': expected a whole number"),
+    ({"interval": 0}, "watchdog_interval is 0: expected 1 or more"),
+    ({"max_restarts": -1}, "watchdog_max_restarts is -1: expected 0 or more"),
+    ({"timeout": 60, "interval": 30}, "watchdog_timeout is 60 s, longer than the interval (30 s)"),
     ({"probe_url": ""}, "the head's agent needs probe_url"),
 ])
 def test_wrong_settings_are_named_with_what_was_expected(change, message):
@@ -128,7 +129,7 @@ def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_fo
         spec["labels"]["sparkops.spec"]
     with pytest.raises(SpecError) as err:
         watchdog_container(dict(o, config=dict(HEAD, max_restarts=-1)))
-    assert "the watchdog's settings: max_restarts is -1: expected 0 or more" in str(err.value)
+    assert "the watchdog's settings: watchdog_max_restarts is -1: expected 0 or more" in str(err.value)
 
 
 # ------------------------------------------------------------------ one gang restart, end to end
