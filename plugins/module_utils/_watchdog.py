@@ -45,6 +45,9 @@ import urllib.error
 import urllib.request
 
 PHASES = ("stop", "ray", "engine", "done")
+# published instead of the next phase when a deploy or teardown takes the cluster's lock in the middle
+# of a gang restart: that run now owns the containers; every agent leaves the rest of the gang to it
+ABANDONED = "abandoned"
 DEFAULTS = {
     "interval": 30, "timeout": 20, "failures": 3, "max_restarts": 2, "window": 3600,
     "grace": 900, "phase_timeout": 600, "stop_timeout": 30, "poll": 2, "paused": False,
@@ -199,6 +202,15 @@ def gang_done(state, now, cfg, missing):
     return dict(state, phase="done", state="starting", grace_until=now + cfg["grace"], gangs=gangs)
 
 
+def gang_abandoned(state, now, phase, holder):
+    """The state after a gang restart left at `phase` (not run) because `holder` took the cluster's
+    lock: a deploy or teardown recreates or removes what the gang would have restarted."""
+    entry = {"generation": state["generation"], "at": now, "missing": [], "abandoned": "before %s: %s" % (phase, holder)}
+    gangs = list(state.get("gangs") or [])[-9:] + [entry]
+    return dict(state, phase=ABANDONED, state="paused", paused_by=holder, gangs=gangs,
+                last_error="gang restart %s abandoned before its phase %s: %s" % (state["generation"], phase, holder))
+
+
 def phase_index(phase):
     return PHASES.index(phase) if phase in PHASES else len(PHASES) - 1
 
@@ -211,6 +223,8 @@ def pending(done, published):
     after the last one it ran; an older or equal one: nothing."""
     dgen, dphase = done
     pgen, pphase = published
+    if pphase == ABANDONED:  # the deploy that took the lock owns the containers now
+        return []
     if pgen > dgen:
         return list(PHASES[:phase_index(pphase) + 1])
     if pgen == dgen:
@@ -249,6 +263,7 @@ def describe(state, now):
     if state.get("role") == "worker":
         gen, phase = state.get("generation") or 0, state.get("phase") or "done"
         done = ("no gang restart yet" if not gen else "gang restart %d run here to its end" % gen if phase == "done"
+                else "gang restart %d abandoned (a deploy or teardown took the lock)" % gen if phase == ABANDONED
                 else "gang restart %d run here up to its phase %s" % (gen, phase))
         return "follows the head's agent: %s; the head answered %s%s" % (
             done, _ago(now, state.get("last_contact")), "; " + state["last_error"] if state.get("last_error") else "")
@@ -431,13 +446,17 @@ class Head(object):
             return "watchdog_paused is true"
         if os.path.exists(self.cfg["pause_file"]):
             return "pause file %s" % self.cfg["pause_file"]
+        return self.lock_holder()
+
+    def lock_holder(self):
+        """Who holds the cluster's lock (a deploy or teardown at work), in words, or None."""
         lock = _read_json(self.cfg["lock_file"])
-        if lock is not None:
-            since = lock.get("since")
-            return "a deploy or teardown holds the cluster's lock (%s, %s@%s, since %s)" % (
-                lock.get("playbook"), lock.get("user"), lock.get("controller"),
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if isinstance(since, (int, float)) else since)
-        return None
+        if lock is None:
+            return None
+        since = lock.get("since")
+        return "a deploy or teardown holds the cluster's lock (%s, %s@%s, since %s)" % (
+            lock.get("playbook"), lock.get("user"), lock.get("controller"),
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if isinstance(since, (int, float)) else since)
 
     def idle(self):
         """(why there is nothing to watch or None, when the engine container started or None)."""
@@ -465,18 +484,28 @@ class Head(object):
         _log("gang restart, generation %d: %s" % (self.state["generation"], phase))
 
     def gang(self, counted=True):
+        """Stop, ray, engine: before each phase the cluster's lock is read - a deploy or teardown
+        that took it in the middle owns the containers now, and the gang is left to it."""
         cfg, docker = self.cfg, self.docker
         self.state = gang_started(self.state, time.time(), cfg, counted)
         missing = set()
-        self.publish("stop")
-        docker.act("stop", cfg["engine_container"], cfg["stop_timeout"])
-        missing.update(self.wait_workers("stop"))
-        docker.act("restart", cfg["ray_container"], cfg["stop_timeout"])
-        self.publish("ray")
-        missing.update(self.wait_workers("ray"))
-        self.publish("engine")
-        docker.act("start", cfg["engine_container"])
-        missing.update(self.wait_workers("engine"))
+        for phase in PHASES[:-1]:
+            holder = self.lock_holder()
+            if holder:
+                self.state = gang_abandoned(self.state, time.time(), phase, holder)
+                self.save()
+                _log(self.state["last_error"])
+                return
+            if phase == "stop":
+                self.publish(phase)
+                docker.act("stop", cfg["engine_container"], cfg["stop_timeout"])
+            elif phase == "ray":  # the head's own Ray node first: the workers' join it
+                docker.act("restart", cfg["ray_container"], cfg["stop_timeout"])
+                self.publish(phase)
+            else:
+                self.publish(phase)
+                docker.act("start", cfg["engine_container"])
+            missing.update(self.wait_workers(phase))
         self.state = gang_done(self.state, time.time(), cfg, sorted(missing))
         self.save()
         _log("gang restart, generation %d: done%s" % (
@@ -529,7 +558,7 @@ class Head(object):
     def run(self):
         cfg = self.cfg
         self.serve()
-        if self.state.get("phase") not in (None, "done"):
+        if self.state.get("phase") not in (None, "done", ABANDONED):
             _log("a gang restart was cut short (generation %s, %s): running it again" % (
                 self.state.get("generation"), self.state.get("phase")))
             self.gang(counted=False)
@@ -592,6 +621,10 @@ class Worker(object):
                 if gen is None:  # first contact: what the head has finished is not ours to repeat
                     gen, phase = (published[0], "done") if published[1] == "done" else (published[0] - 1, "done")
                     self.state.update(generation=gen, phase=phase)
+                if published[1] == ABANDONED and published[0] >= gen and phase != ABANDONED:
+                    _log("generation %d abandoned by the head (a deploy or teardown took the lock): "
+                         "the rest of it is left to that run" % published[0])
+                    self.state.update(generation=published[0], phase=ABANDONED)
                 for step in pending((gen, phase), published):
                     if step in actions:
                         verb, name = actions[step]

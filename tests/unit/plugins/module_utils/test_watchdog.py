@@ -140,8 +140,9 @@ class FakeDockerd(object):
     restart, start), and records them as 'HOST VERB NAME' in arrival order (a call without the
     version is refused, and recorded too)."""
 
-    def __init__(self, path, host, calls, containers):
+    def __init__(self, path, host, calls, containers, on_call=None):
         self.path, self.host, self.calls, self.containers = path, host, calls, containers
+        self.on_call = on_call  # called with each recorded call, as the daemon answers it
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         self.sock.listen(8)
@@ -174,6 +175,8 @@ class FakeDockerd(object):
                     status, body = 200, json.dumps({"State": {"Status": "running"}}).encode("utf-8")
                 else:
                     self.calls.append("%s %s %s" % (self.host, parts[2], name))
+                    if self.on_call:
+                        self.on_call(self.calls[-1])
                     status, body = 204, b""
                 conn.sendall(("HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
                               % (status, len(body))).encode("utf-8") + body)
@@ -236,6 +239,53 @@ def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_tok
     assert line.startswith("follows the head's agent: gang restart 1 run here")
     other = json.loads((tmp_path / "spark3.json").read_text())
     assert "not signed with this cluster's Ray token" in other["last_error"] and other["generation"] is None
+
+
+def test_a_deploy_that_takes_the_lock_in_the_middle_of_a_gang_restart_gets_the_rest_of_it(tmp_path):
+    """The head's engine stopped, then a deploy takes the cluster's lock (written as the head's
+    dockerd answers the stop): no Ray node restarts and no engine starts - the deploy recreates what
+    it needs - and both agents say the gang was abandoned, and why."""
+    calls = []
+    token, lock = tmp_path / "token", tmp_path / "deploy.lock"
+    token.write_bytes(b"cluster-token\n")
+    holder = {"playbook": "deploy.yml", "user": "ops", "controller": "awx-1", "since": 1764680000}
+
+    def deploy_takes_the_lock(call):
+        if call == "spark1 stop sparkops-model-server":
+            lock.write_text(json.dumps(holder))
+
+    port = free_port()
+    FakeDockerd(str(tmp_path / "spark1.sock"), "spark1", calls, ["sparkops-ray-head", "sparkops-model-server"],
+                on_call=deploy_takes_the_lock)
+    FakeDockerd(str(tmp_path / "spark2.sock"), "spark2", calls, ["sparkops-ray-worker", "sparkops-model-server"])
+    head = wd.Head(wd.config(dict(HEAD, state_file=str(tmp_path / "head.json"), token_file=str(token), port=port,
+                                  lock_file=str(lock), workers=["spark2"], phase_timeout=20, poll=1)),
+                   wd.Docker(str(tmp_path / "spark1.sock"), timeout=5))
+    head.serve()
+    worker = wd.Worker(wd.config({"role": "worker", "host": "spark2", "ray_container": "sparkops-ray-worker",
+                                  "engine_container": "sparkops-model-server",
+                                  "state_file": str(tmp_path / "spark2.json"), "token_file": str(token),
+                                  "head_url": "http://127.0.0.1:%d" % port, "poll": 1}),
+                       wd.Docker(str(tmp_path / "spark2.sock"), timeout=5))
+    thread = threading.Thread(target=worker.run)
+    thread.daemon = True
+    thread.start()
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.exists(str(tmp_path / "spark2.json")):
+        time.sleep(0.2)
+    head.gang()
+    time.sleep(2.5)  # two more polls of the worker
+    assert sorted(calls) == ["spark1 stop sparkops-model-server", "spark2 stop sparkops-model-server"], calls
+    state = json.loads((tmp_path / "head.json").read_text())
+    assert state["phase"] == wd.ABANDONED and state["state"] == "paused"
+    assert state["last_error"] == ("gang restart 1 abandoned before its phase ray: a deploy or teardown holds the "
+                                   "cluster's lock (deploy.yml, ops@awx-1, since 2025-12-02T12:53:20Z)")
+    assert state["gangs"][-1]["abandoned"].startswith("before ray: a deploy or teardown holds")
+    line = wd.describe(json.loads((tmp_path / "spark2.json").read_text()), time.time())
+    assert line.startswith("follows the head's agent: gang restart 1 abandoned (a deploy or teardown took the lock)")
+    # the next gang (the lock given back) runs whole on the worker that saw this one abandoned
+    assert wd.pending((1, wd.ABANDONED), (2, "engine")) == ["stop", "ray", "engine"]
+    assert wd.pending((1, "stop"), (1, wd.ABANDONED)) == []
 
 
 def test_tokens_that_still_flow_make_a_slow_answer_busy_not_a_failure(fixture_text):
