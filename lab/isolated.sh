@@ -32,6 +32,9 @@ ip link set lo up
 mount -t sysfs sysfs /sys  # /sys/class/net of this network namespace
 mkdir -p /run/netns "$state" "$own/state" "$own/registry-upper" "$own/registry-work" "$cache/registry" \
     "$HOME/.ansible/cp"
+# the copies of the first lab's namespace mounts (taken with this mount namespace) go: they would
+# show in this lab's mount table and keep the first lab's namespaces alive after it deletes them
+umount -R -l /run/netns 2>/dev/null || true
 mount -t tmpfs -o mode=755 lab-netns /run/netns
 mount --bind "$own/state" "$state"
 mount -t overlay lab-registry -o "lowerdir=$cache/registry,upperdir=$own/registry-upper,workdir=$own/registry-work" \

@@ -135,7 +135,7 @@ def test_a_deploy_killed_after_the_stop_is_recovered_by_teardown_restore(old_mod
     inject="a candidate list with no image that fits",
     message="'Nothing was rolled back: this run stopped no service.'",
     left="exactly the containers that ran before on both hosts (the engine serving)")
-def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(lab):
+def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(old_model_only):
     """The record lists what an earlier good deploy stopped, and the engine serves: a deploy that
     fails in engine_image touches nothing."""
     res = playbook("deploy.yml", "-i", "inventories/lab")
