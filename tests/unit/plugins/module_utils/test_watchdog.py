@@ -190,6 +190,20 @@ def free_port():
     return port
 
 
+def start_worker(tmp_path, host, token_file, port, docker):
+    """A real worker agent in a thread, polling the head's agent on loopback; back once it wrote
+    its state file (its first contact)."""
+    cfg = wd.config({"role": "worker", "host": host, "ray_container": "sparkops-ray-worker",
+                     "engine_container": "sparkops-model-server", "state_file": str(tmp_path / (host + ".json")),
+                     "token_file": str(token_file), "head_url": "http://127.0.0.1:%d" % port, "poll": 1})
+    thread = threading.Thread(target=wd.Worker(cfg, docker).run)
+    thread.daemon = True
+    thread.start()
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.exists(cfg["state_file"]):
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_token_does_nothing(tmp_path, engine):
     """vLLM: the engine on the head only; SGLang: an engine container on every host (its ranks),
@@ -209,18 +223,8 @@ def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_tok
                               workers=["spark2"], phase_timeout=20, poll=1))
     head = wd.Head(head_cfg, docker["spark1"])
     head.serve()
-    workers = []
     for host, key in (("spark2", token), ("spark3", wrong)):
-        cfg = wd.config({"role": "worker", "host": host, "ray_container": "sparkops-ray-worker",
-                         "engine_container": "sparkops-model-server", "state_file": str(tmp_path / (host + ".json")),
-                         "token_file": str(key), "head_url": "http://127.0.0.1:%d" % port, "poll": 1})
-        workers.append(wd.Worker(cfg, docker[host]))
-        thread = threading.Thread(target=workers[-1].run)
-        thread.daemon = True
-        thread.start()
-    deadline = time.time() + 20
-    while time.time() < deadline and not os.path.exists(str(tmp_path / "spark2.json")):
-        time.sleep(0.2)
+        start_worker(tmp_path, host, key, port, docker[host])
     head.gang()
     time.sleep(2.5)  # two more polls: a worker that is not signed to must still not act
     # the phases in order; within one, the hosts act at once (any order)
@@ -262,17 +266,7 @@ def test_a_deploy_that_takes_the_lock_in_the_middle_of_a_gang_restart_gets_the_r
                                   lock_file=str(lock), workers=["spark2"], phase_timeout=20, poll=1)),
                    wd.Docker(str(tmp_path / "spark1.sock"), timeout=5))
     head.serve()
-    worker = wd.Worker(wd.config({"role": "worker", "host": "spark2", "ray_container": "sparkops-ray-worker",
-                                  "engine_container": "sparkops-model-server",
-                                  "state_file": str(tmp_path / "spark2.json"), "token_file": str(token),
-                                  "head_url": "http://127.0.0.1:%d" % port, "poll": 1}),
-                       wd.Docker(str(tmp_path / "spark2.sock"), timeout=5))
-    thread = threading.Thread(target=worker.run)
-    thread.daemon = True
-    thread.start()
-    deadline = time.time() + 20
-    while time.time() < deadline and not os.path.exists(str(tmp_path / "spark2.json")):
-        time.sleep(0.2)
+    start_worker(tmp_path, "spark2", token, port, wd.Docker(str(tmp_path / "spark2.sock"), timeout=5))
     head.gang()
     time.sleep(2.5)  # two more polls of the worker
     assert sorted(calls) == ["spark1 stop sparkops-model-server", "spark2 stop sparkops-model-server"], calls
