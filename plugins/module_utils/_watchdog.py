@@ -67,7 +67,7 @@ class ConfigError(ValueError):
 
 def settings(o):
     """The settings a person chooses (DEFAULTS' keys; the role's variables are watchdog_KEY), over
-    DEFAULTS, checked: the deploy checks them in preflight (filter watchdog_settings), before it
+    DEFAULTS, checked: the deploy checks them in preflight (filter watchdog_settings_error), before it
     changes anything, and each agent again at its start. Raises ConfigError naming the variable,
     what it expected and what it found."""
     cfg = dict(DEFAULTS)

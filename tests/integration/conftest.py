@@ -172,10 +172,8 @@ class Lanes(LoadScopeScheduling):
         scope = next((s for s in self.workqueue if self._allowed(node, s)), None)
         if scope is None:
             return  # nothing for this lane now; the scheduler asks again as its tests complete
-        work_unit = self.workqueue.pop(scope)
-        self.assigned_work.setdefault(node, {})[scope] = work_unit
-        collection = self.registered_collections[node]
-        node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+        self.workqueue.move_to_end(scope, last=False)  # the base class hands out the first unit
+        super()._assign_work_unit(node)
 
 
 if LoadScopeScheduling is not object:
