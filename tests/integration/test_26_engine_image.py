@@ -1,5 +1,6 @@
 """engine_image on the lab: real pulls from the lab registry, real probes of images that carry
 real vLLM / SGLang release trees; every bad input stops the deploy before anything is stopped."""
+import hashlib
 import json
 import re
 import socket
@@ -442,3 +443,19 @@ def test_the_right_registry_password_pulls_and_is_never_printed(lab):
     finally:
         for ip in HOSTS:
             ssh(ip, "docker logout %s; docker rmi %s/sparkops/lab-vllm:0.17.0; true" % (AUTH_REG, AUTH_REG))
+
+
+def test_model_checksums_hashed_on_the_host_are_sha256sum_s(lab):
+    """model_info with checksum (model_server_verify_checksums) on a real host: its files hashed
+    several at a time give the manifest of coreutils' sha256sum and stat, line for line."""
+    model = "/opt/models/lab-qwen3.5-tiny"
+    res = run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m", "sparkops.inference.model_info",
+               "-a", json.dumps({"path": model, "checksum": True})],
+              env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json"})
+    assert res.returncode == 0, res.out[-2000:]
+    got = list(json.loads(res.out[res.out.index("{"):])["plays"][0]["tasks"][0]["hosts"].values())[0]
+    listing = ssh(HOSTS[0], "cd %s && for f in $(ls | sort); do printf '%%s\\t%%s\\t%%s\\n' $f $(stat -c %%s $f) "
+                            "$(sha256sum < $f | cut -d' ' -f1); done" % model)
+    lines = listing.out.strip().split("\n")
+    assert len(lines) == got["files"] >= 3 and sum(int(line.split("\t")[1]) for line in lines) == got["size_bytes"]
+    assert got["manifest"] == hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()

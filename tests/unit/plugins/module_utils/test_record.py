@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import hashlib
 import os
 
 from ansible_collections.sparkops.inference.plugins.module_utils._record import (
@@ -14,6 +15,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._record import 
     differences,
     env_pairs,
     file_state,
+    _hash_all,
     model_manifest,
 )
 
@@ -100,3 +102,32 @@ def test_a_model_directory_that_changed_is_named(tmp_path):
 
 def test_env_pairs_skips_comments_and_keeps_equals_in_values():
     assert env_pairs(["# x", "", "A=b=c", "NOPE"]) == {"A": "b=c"}
+
+
+def test_checksums_hashed_in_parallel_are_the_ones_read_one_by_one(tmp_path):
+    """The shards are hashed a few at a time; the manifest is the same whatever the number of
+    threads, and it is the documented one: sorted lines of name, size and SHA-256."""
+    shards = {"model-%05d.safetensors" % i: bytes([i]) * (3 << 20) for i in range(1, 7)}
+    shards["config.json"] = b"{}"
+    (tmp_path / "sub").mkdir()
+    shards["sub/tokenizer.json"] = b"tok"
+    for name, data in shards.items():
+        (tmp_path / name).write_bytes(data)
+    lines = ["%s\t%d\t%s" % (name, len(data), hashlib.sha256(data).hexdigest()) for name, data in sorted(shards.items())]
+    expected = (len(shards), sum(len(d) for d in shards.values()),
+                hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest())
+    assert model_manifest(str(tmp_path), checksum=True, workers=1) == expected
+    assert model_manifest(str(tmp_path), checksum=True, workers=8) == expected
+    # a byte changed, the size kept: only the checksums see it
+    (tmp_path / "model-00003.safetensors").write_bytes(b"\7" + bytes([3]) * ((3 << 20) - 1))
+    assert model_manifest(str(tmp_path), checksum=True, workers=4)[2] != expected[2]
+    assert model_manifest(str(tmp_path))[2] == model_manifest(str(tmp_path))[2]
+
+
+def test_a_shard_that_cannot_be_read_is_named_not_hashed(tmp_path):
+    """A shard gone between the listing and its hashing (or unreadable) comes back as its error,
+    which model_manifest raises, as it did when the shards were read one by one."""
+    (tmp_path / "a").write_bytes(b"x" * 10)
+    got = _hash_all([str(tmp_path / "a"), str(tmp_path / "gone")], 4)
+    assert got[str(tmp_path / "a")] == hashlib.sha256(b"x" * 10).hexdigest()
+    assert isinstance(got[str(tmp_path / "gone")], OSError)
