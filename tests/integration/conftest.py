@@ -189,3 +189,40 @@ def pytest_sessionstart(session):
             "pytest-xdist worker %s would share gw0's lab (one lab per machine at 10.77.0.0/24); "
             "start every worker but gw0 through lab/isolated.sh, as `make test` does: --tx popen "
             "--tx 'popen//python=lab/isolated.sh b .venv/bin/python'" % worker)
+
+
+# Where the suite's time goes, lane by lane: each file's seconds (setup, call and teardown of its
+# tests) in the lane that ran it, and each lane's total and span - the numbers to balance the
+# lanes by and to find the files worth making cheaper. Printed by the process that runs the
+# session (xdist's controller), after the summary of failures.
+FILE_TIMES = {}
+
+
+def pytest_runtest_logreport(report):
+    node = getattr(report, "node", None)  # set on the controller for a worker's report
+    lane = node.gateway.id if node is not None else "-"
+    path = report.nodeid.split("::", 1)[0]
+    entry = FILE_TIMES.setdefault((lane, path), [0.0, 0, None, None])
+    entry[0] += report.duration
+    if report.when == "call":
+        entry[1] += 1
+    start, stop = getattr(report, "start", None), getattr(report, "stop", None)
+    if start is not None:
+        entry[2] = start if entry[2] is None else min(entry[2], start)
+        entry[3] = stop if entry[3] is None else max(entry[3], stop)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not FILE_TIMES or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("seconds per file and lane")
+    lanes = sorted(set(lane for lane, dummy in FILE_TIMES))
+    for lane in lanes:
+        rows = sorted(((v, path) for (ln, path), v in FILE_TIMES.items() if ln == lane), key=lambda r: -r[0][0])
+        spans = [v[2] for v, dummy in rows if v[2] is not None], [v[3] for v, dummy in rows if v[3] is not None]
+        span = (max(spans[1]) - min(spans[0])) if spans[0] else 0.0
+        write("lane %s: %.0f s in tests, from its first test to its last %.0f s" % (
+            lane, sum(v[0] for v, dummy in rows), span))
+        for v, path in rows:
+            write("  %7.1f s  %3d tests  %s" % (v[0], v[1], path))
