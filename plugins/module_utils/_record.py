@@ -89,6 +89,16 @@ def model_manifest(path, checksum=False, workers=None):
     return len(entries), total, digest
 
 
+def model_summary(path, checksum=False):
+    """What model_info and serve_check (precheck) say of a model directory on this host: whether
+    it is there, and its manifest (files, bytes, digest) - equal on two hosts when they hold the
+    same files."""
+    res = {"path": path, "exists": os.path.isdir(path), "files": 0, "size_bytes": 0, "manifest": None}
+    if res["exists"]:
+        res["files"], res["size_bytes"], res["manifest"] = model_manifest(path, checksum)
+    return res
+
+
 def env_pairs(lines):
     """KEY=VALUE lines (an env file, a container's Env) -> {KEY: VALUE}; secret-named keys
     keep only a digest of their value; comments and blank lines skipped."""

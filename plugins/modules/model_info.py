@@ -84,7 +84,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._engine import 
     model_architectures,
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._host import read_file
-from ansible_collections.sparkops.inference.plugins.module_utils._record import model_manifest
+from ansible_collections.sparkops.inference.plugins.module_utils._record import model_summary
 
 
 def main():
@@ -97,16 +97,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    res = {"changed": False, "path": p["path"], "exists": os.path.isdir(p["path"]),
-           "files": 0, "size_bytes": 0, "manifest": None}
+    res = dict(model_summary(p["path"], p["checksum"]), changed=False)
     if p["read_config"]:
         config = os.path.join(p["path"], "config.json")
         try:
             res["architectures"], res["model_type"] = model_architectures(read_file(config), config)
         except EngineError as exc:
             module.fail_json(msg=str(exc), **res)
-    if res["exists"]:
-        res["files"], res["size_bytes"], res["manifest"] = model_manifest(p["path"], p["checksum"])
     module.exit_json(**res)
 
 

@@ -18,7 +18,9 @@ description:
     (requests running and waiting, KV cache use, generation tokens per second between two looks
     O(metrics_interval) apart) - what C(status.yml) shows.
   - O(phase=precheck) - when O(container) is not running, fails if something already listens
-    on O(port) (the engine would die on start with "address already in use").
+    on O(port) (the engine would die on start with "address already in use"). With O(model_path),
+    also returns the model directory's manifest (as M(sparkops.inference.model_info) does), so the
+    deploy looks at the engine and the model in one round trip per host.
   - O(phase=ready) - waits until C(/health) answers 200 and C(/v1/models) lists
     O(served_model_name), then sends one short completion. Watches the container meanwhile - an
     engine that exits during start fails at once with its last log lines, not at the timeout.
@@ -74,6 +76,17 @@ options:
     description: With O(phase=precheck), check that O(port) is free (the host that serves HTTP).
     type: bool
     default: true
+  model_path:
+    description:
+      - With O(phase=precheck), the model directory to describe in RV(model) - whether it is there,
+        the number and size of its files and a manifest digest over their names and sizes.
+    type: path
+    version_added: 0.4.0
+  model_checksum:
+    description: With O(model_path), include each file's SHA-256 in the manifest (reads every byte, 8 files at a time).
+    type: bool
+    default: false
+    version_added: 0.4.0
   metrics_interval:
     description:
       - Seconds between the two looks at C(/metrics) that give the generation tokens per second
@@ -118,6 +131,15 @@ metrics:
   type: dict
   version_added: 0.3.0
   sample: {engine: vllm, running: 3.0, waiting: 5.0, kv_cache_usage: 0.62, tokens_per_second: 210.0, error: null}
+model:
+  description:
+    - The model directory (O(phase=precheck) with O(model_path)) - C(path), C(exists), C(files),
+      C(size_bytes), C(manifest) (SHA-256 over the sorted names and sizes, and checksums with
+      O(model_checksum); null when the directory is missing).
+  returned: when O(phase=precheck) and O(model_path) is set
+  type: dict
+  version_added: 0.4.0
+  sample: {path: /models/qwen, exists: true, files: 42, size_bytes: 127000000000, manifest: 3f1c...}
 health:
   description: HTTP status of C(/health), null when it did not answer (phase status).
   returned: when O(phase=status)
@@ -150,6 +172,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._record import model_summary
 from ansible_collections.sparkops.inference.plugins.module_utils._metrics import (
     MetricsParseError,
     engine_load,
@@ -270,17 +293,20 @@ def phase_precheck(module, base, doc):
     """The engine container as it is, and whether its port is free when it does not run."""
     p = module.params
     current = describe(doc)
+    seen = {"container": current}
+    if p["model_path"]:
+        seen["model"] = model_summary(p["model_path"], p["model_checksum"])
     problem = bind_problem(p["address"]) if p["check_port"] else None
     if problem:  # a running engine too: a changed model_server_host would not start
         module.fail_json(msg="model_server_host is %s, which %s on %s: the engine could not listen there. Set "
                              "model_server_host to one of this host's addresses (ip -brief addr), or 0.0.0.0 for "
                              "all of them" % (p["address"], problem, socket.gethostname()), endpoint=base)
     if (doc and doc["State"].get("Running")) or not p["check_port"]:
-        module.exit_json(changed=False, endpoint=base, container=current)
+        module.exit_json(changed=False, endpoint=base, **seen)
     try:
         socket.create_connection((p["address"], p["port"]), timeout=1).close()
     except (socket.error, IOError):
-        module.exit_json(changed=False, endpoint=base, container=current)
+        module.exit_json(changed=False, endpoint=base, **seen)
     module.fail_json(msg="port %d on %s is in use by something other than %s: the engine could "
                          "not bind it. Stop what listens there (ss -ltnp 'sport = :%d') or set "
                          "model_server_port" % (p["port"], socket.gethostname(), p["container"], p["port"]),
@@ -442,6 +468,8 @@ def main():
             log_lines=dict(type="int", default=30),
             metrics_interval=dict(type="float", default=2),
             check_port=dict(type="bool", default=True),
+            model_path=dict(type="path"),
+            model_checksum=dict(type="bool", default=False),
             docker_cli=dict(type="str", default="docker"),
         ),
         supports_check_mode=True,

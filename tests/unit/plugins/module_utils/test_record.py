@@ -17,6 +17,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._record import 
     file_state,
     _hash_all,
     model_manifest,
+    model_summary,
 )
 
 WORKER = {
@@ -131,3 +132,12 @@ def test_a_shard_that_cannot_be_read_is_named_not_hashed(tmp_path):
     got = _hash_all([str(tmp_path / "a"), str(tmp_path / "gone")], 4)
     assert got[str(tmp_path / "a")] == hashlib.sha256(b"x" * 10).hexdigest()
     assert isinstance(got[str(tmp_path / "gone")], OSError)
+
+
+def test_model_summary_says_whether_the_directory_is_there(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    here = model_summary(str(tmp_path))
+    assert here == {"path": str(tmp_path), "exists": True, "files": 1, "size_bytes": 2,
+                    "manifest": model_manifest(str(tmp_path))[2]}
+    gone = model_summary(str(tmp_path / "absent"), checksum=True)
+    assert gone == {"path": str(tmp_path / "absent"), "exists": False, "files": 0, "size_bytes": 0, "manifest": None}
