@@ -7,7 +7,8 @@
 # so it already lives in the host's own network namespace and in fresh mount,
 # UTS and PID namespaces. It gives the host its own /sys (so /sys/class/net
 # shows the host's interfaces), cgroup hierarchies, /run and /tmp, per-host
-# writable /etc /opt /root /usr/local /var/log (overlays over the machine's),
+# writable /etc /opt /root /usr/local /var/log (overlays over the machine's; root's shell
+# start-up files a fresh host's),
 # per-host /var/lib/{docker,containerd,sparkops}, a hostname, then starts dockerd and
 # finally becomes tini -> sshd. Killing the outer unshare takes all of it down.
 set -euo pipefail
@@ -39,6 +40,17 @@ for d in etc opt root usr/local var/log; do
     work="$hostdir/work/$d"
     mkdir -p "$upper" "$work"
     mount -t overlay overlay -o "lowerdir=/$d,upperdir=$upper,workdir=$work" "/$d"
+done
+# root's shell start-up files as a freshly installed Spark has them (Debian's skeleton: a
+# non-interactive shell returns at once), not this machine's: a controller's own ~/.bashrc
+# (pyenv init, cargo, ...) would run in every ssh command and module call of the lab - on this
+# machine that doubled the CPU of a module call and made a raw command 4x dearer
+for f in .bashrc .profile; do
+    if [ -f "/etc/skel/$f" ]; then
+        cp "/etc/skel/$f" "/root/$f"
+    else
+        rm -f "/root/$f"
+    fi
 done
 # per-host state under /var/lib: Docker's, containerd's and the collection's own records
 for d in docker containerd sparkops; do

@@ -49,6 +49,10 @@ def test_each_host_is_its_own_machine(lab):
     assert ssh("10.77.0.11", "timeout 3 bash -c '</dev/tcp/192.168.77.12/22'").returncode == 0
     res = ssh("10.77.0.12", "curl -sf http://10.77.0.5:5000/v2/sparkops/lab-engine/tags/list")
     assert "ray-2.60.0" in res.out, res.out
+    # root's shell start-up files are a fresh host's, not the controller's (whose ~/.bashrc may
+    # run pyenv or conda in every ssh command): a command sees the plain PATH sshd gives root
+    res = ssh("10.77.0.12", "echo $PATH; cmp /root/.bashrc /etc/skel/.bashrc && echo skeleton")
+    assert res.out.splitlines() == ["/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "skeleton"], res.out
 
 
 def test_deploy_on_the_lab_twice(lab, tmp_path):
