@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -19,6 +20,14 @@ INVENTORIES = os.path.join(ROOT, "tests", "integration", "inventories")
 
 def run(argv, timeout=900, env=None, cwd=ROOT):
     """Run a command from the repository root; stdout and stderr together in .out."""
+    t0 = time.time()
+    try:
+        return _run(argv, timeout, env, cwd)
+    finally:
+        _note_command(argv, time.time() - t0)
+
+
+def _run(argv, timeout, env, cwd):
     full_env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", NO_COLOR="1",
                     PY_COLORS="0",
                     ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
@@ -199,6 +208,7 @@ FILE_TIMES = {}
 
 
 def pytest_runtest_logreport(report):
+    _note_commands(report)
     node = getattr(report, "node", None)  # set on the controller for a worker's report
     lane = node.gateway.id if node is not None else "-"
     path = report.nodeid.split("::", 1)[0]
@@ -226,3 +236,57 @@ def pytest_terminal_summary(terminalreporter):
             lane, sum(v[0] for v, dummy in rows), span))
         for v, path in rows:
             write("  %7.1f s  %3d tests  %s" % (v[0], v[1], path))
+    if COMMAND_TIMES:
+        command_summary(write)
+
+
+# What the tests ran, by kind (a playbook, a lab command, ssh, molecule): how many times and their
+# seconds, over the whole suite - the work worth making cheaper or sharing between tests. Each
+# command is noted on the test that runs it (its user_properties travel to xdist's controller
+# with its reports; the teardown report holds them all).
+_CURRENT_ITEM = []
+COMMAND_TIMES = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+    _CURRENT_ITEM[:] = [item]
+    yield
+    _CURRENT_ITEM[:] = []
+
+
+def command_kind(argv):
+    """'ansible-playbook deploy.yml', 'lab old-model', 'ssh', 'molecule test', ..."""
+    name = os.path.basename(argv[0])
+    if name == "ansible-playbook":
+        plays = [os.path.basename(a) for a in argv[1:] if a.endswith((".yml", ".yaml"))]
+        return "ansible-playbook " + (plays[0] if plays else "?")
+    if name == "sparklab.py" or (len(argv) > 1 and os.path.basename(argv[1]) == "sparklab.py"):
+        rest = argv[2:] if name != "sparklab.py" else argv[1:]
+        return "lab " + (rest[0] if rest else "")
+    if name in ("molecule", "ip") and len(argv) > 1:
+        return "%s %s" % (name, argv[1])
+    return name
+
+
+def _note_command(argv, seconds):
+    if _CURRENT_ITEM and threading.current_thread() is threading.main_thread():
+        _CURRENT_ITEM[0].user_properties.append(("command", [command_kind(argv), seconds]))
+
+
+def _note_commands(report):
+    if report.when != "teardown":
+        return
+    for key, value in report.user_properties:
+        if key == "command":
+            entry = COMMAND_TIMES.setdefault(value[0], [0, 0.0])
+            entry[0] += 1
+            entry[1] += value[1]
+
+
+def command_summary(write):
+    rows = sorted(COMMAND_TIMES.items(), key=lambda kv: -kv[1][1])
+    write("commands the tests ran, by kind (all lanes): %d, %.0f s" % (
+        sum(v[0] for dummy, v in rows), sum(v[1] for dummy, v in rows)))
+    for kind, (count, seconds) in rows:
+        write("  %7.1f s  %4d x  %6.1f s each  %s" % (seconds, count, seconds / count, kind))
