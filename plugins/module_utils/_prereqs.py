@@ -91,21 +91,6 @@ GPU_RUN_FAULTS = [
 ]
 
 
-def gpus_proven_by(inspects, image_id):
-    """The name of a running container of image_id that Docker gave the GPUs (a device request
-    with the "gpu" capability, as `--gpus all` and docker_container's device_requests make), or
-    None. Such a container shows that the path `docker run --gpus all` checks - the NVIDIA
-    Container Toolkit, the driver, the image's CUDA - works for this image now: it started
-    through it on this boot (a container does not outlive one running)."""
-    for doc in inspects or []:
-        if doc.get("Image") != image_id or not (doc.get("State") or {}).get("Running"):
-            continue
-        for request in (doc.get("HostConfig") or {}).get("DeviceRequests") or []:
-            if any("gpu" in (caps or []) for caps in request.get("Capabilities") or []):
-                return (doc.get("Name") or doc.get("Id") or "?").lstrip("/")
-    return None
-
-
 def gpu_run_problem(rc, text, image, seconds):
     """The problem with a `docker run --gpus all IMAGE true` that ended with rc and printed
     text, or None when it worked."""

@@ -20,10 +20,6 @@ description:
   - Fails naming what is broken and its fix (the toolkit missing, the driver not loaded, a
     driver too old for the image's CUDA), with Docker's own words.
   - The image must be on the host already; it is never pulled.
-  - With O(trust_running), a container that runs this image (the same image ID) with the GPUs
-    already - the Ray container or the engine of an earlier deploy - shows the path works, and
-    nothing is run (RV(proven_by) names it). A driver that broke after it started shows when a
-    new container starts (and a deploy then rolls back).
 author:
   - sparkops.inference developers (@sparkops)
 options:
@@ -39,13 +35,6 @@ options:
     description: Docker CLI to run the container with.
     type: str
     default: docker
-  trust_running:
-    description:
-      - Take a running container of the same image ID with the GPUs as the check passed, and run
-        nothing. V(false) always runs the check.
-    type: bool
-    default: true
-    version_added: 0.4.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
 attributes:
@@ -67,41 +56,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 seconds:
-  description: How long the run took (0 when a running container proved the path).
+  description: How long the run took.
   returned: always
   type: float
   sample: 0.8
-proven_by:
-  description:
-    - The running container of this image with the GPUs that stood for the check (O(trust_running)),
-      or V(null) when the check ran.
-  returned: always
-  type: str
-  sample: sparkops-ray-head
-  version_added: 0.4.0
 """
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
-from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import gpu_run_problem, gpus_proven_by
-
-
-def running_of(docker, image_id):
-    """The inspect documents of the running containers made from image_id (none on any error:
-    the check then runs)."""
-    rc, out, dummy = docker.run(["ps", "-q", "--no-trunc", "--filter", "ancestor=" + image_id])
-    ids = out.split() if rc == 0 else []
-    if not ids:
-        return []
-    rc, out, dummy = docker.run(["container", "inspect"] + ids)
-    try:
-        return json.loads(out) if rc == 0 else []
-    except ValueError:
-        return []
+from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import gpu_run_problem
 
 
 def main():
@@ -110,19 +76,13 @@ def main():
             image=dict(type="str", required=True),
             timeout=dict(type="int", default=60),
             docker_cli=dict(type="str", default="docker"),
-            trust_running=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
     p = module.params
     docker = Docker(module, p["docker_cli"])
-    image_id = docker.image_id(p["image"])
-    if image_id is None:
+    if docker.image_id(p["image"]) is None:
         module.fail_json(msg="%s is not on this host: pull it first (the GPU check never pulls)" % p["image"])
-    if p["trust_running"]:
-        proven_by = gpus_proven_by(running_of(docker, image_id), image_id)
-        if proven_by:
-            module.exit_json(changed=False, seconds=0.0, proven_by=proven_by)
     t0 = time.time()
     rc, out, err = docker.run_bounded(p["timeout"], [
         "run", "--rm", "--gpus", "all", "--network", "none", "--pull", "never",
@@ -131,7 +91,7 @@ def main():
     problem = gpu_run_problem(rc, (err or "") + " " + (out or ""), p["image"], p["timeout"])
     if problem:
         module.fail_json(msg=problem, seconds=seconds, rc=rc)
-    module.exit_json(changed=False, seconds=seconds, proven_by=None)
+    module.exit_json(changed=False, seconds=seconds)
 
 
 if __name__ == "__main__":

@@ -111,14 +111,10 @@ def test_client_with_wrong_token_is_refused(cluster):
 
 def test_rerun_changes_and_restarts_nothing(cluster):
     before = (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker"))
-    res = deploy("-v")
+    res = deploy()
     assert res.returncode == 0, res.out[-3000:]
     recap = [l for l in res.out.splitlines() if l.startswith("spark")]
     assert len(recap) == 2 and all("changed=0" in l for l in recap), recap
-    # no `docker run --gpus all` check: each host's running Ray container (or engine) of the
-    # selected image, started with the GPUs, stands for it
-    check = [p for p in res.out.split("TASK [")[1:] if p.startswith("sparkops.inference.engine_image : Check that Docker")]
-    assert len(check) == 1 and check[0].count("proven_by: sparkops-") == 2, check
     assert (started_at(SPARK1, "sparkops-ray-head"), started_at(SPARK2, "sparkops-ray-worker")) == before
     assert ray_status().count(" node_") == 2
 

@@ -3,8 +3,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy as copy_module
-import json
 
 import pytest
 
@@ -12,7 +10,6 @@ from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import
     docker_arch,
     evaluate,
     gpu_run_problem,
-    gpus_proven_by,
     parse_docker_info,
 )
 
@@ -133,31 +130,3 @@ def test_gpu_run_that_hangs_or_says_something_else():
     assert "did not finish within 60 s" in gpu_run_problem(124, "", "img", 60)
     other = gpu_run_problem(125, "docker: Error response from daemon: no space left on device.", "img", 60)
     assert "failed (exit 125): docker: Error response from daemon: no space left on device." in other
-
-
-def _ray_worker(fixture_text):
-    """docker container inspect of the role's Ray worker, started with the GPUs (Docker 20.10)."""
-    return json.loads(fixture_text("lab", "container-inspect-gpus-20.10.json"))[0]
-
-
-def test_a_running_container_of_the_image_with_the_gpus_proves_the_path(fixture_text):
-    doc = _ray_worker(fixture_text)
-    assert gpus_proven_by([doc], doc["Image"]) == "sparkops-ray-worker"
-
-
-def test_another_image_a_stopped_container_or_no_gpu_request_prove_nothing(fixture_text):
-    doc = _ray_worker(fixture_text)
-    copy = copy_module.deepcopy
-    assert gpus_proven_by([doc], "sha256:" + "0" * 64) is None  # the selected image is another one
-    stopped = copy(doc)
-    stopped["State"]["Running"] = False
-    assert gpus_proven_by([stopped], doc["Image"]) is None
-    no_gpus = copy(doc)
-    no_gpus["HostConfig"]["DeviceRequests"] = None  # started without --gpus
-    assert gpus_proven_by([no_gpus], doc["Image"]) is None
-    other_device = copy(doc)
-    other_device["HostConfig"]["DeviceRequests"] = [{"Driver": "", "Count": 0, "Capabilities": [["compute"]]}]
-    assert gpus_proven_by([other_device], doc["Image"]) is None
-    assert gpus_proven_by([], doc["Image"]) is None
-    # the first of several that qualifies
-    assert gpus_proven_by([no_gpus, doc], doc["Image"]) == "sparkops-ray-worker"
