@@ -260,9 +260,9 @@ def command_kind(argv):
     if name == "ansible-playbook":
         plays = [os.path.basename(a) for a in argv[1:] if a.endswith((".yml", ".yaml"))]
         return "ansible-playbook " + (plays[0] if plays else "?")
-    if name == "sparklab.py" or (len(argv) > 1 and os.path.basename(argv[1]) == "sparklab.py"):
-        rest = argv[2:] if name != "sparklab.py" else argv[1:]
-        return "lab " + (rest[0] if rest else "")
+    lab = [i for i, a in enumerate(argv[:2]) if os.path.basename(a) == "sparklab.py"]
+    if lab:  # LAB + [command, ...], or sparklab.py itself
+        return " ".join(["lab"] + argv[lab[0] + 1:lab[0] + 2])
     if name in ("molecule", "ip") and len(argv) > 1:
         return "%s %s" % (name, argv[1])
     return name
