@@ -177,6 +177,16 @@ def differences(recorded, now):
         old, new = (recorded.get("model") or {}).get(key), (now.get("model") or {}).get(key)
         if old != new:
             add("model directory", key, old, new)
+    # asked for by the deploy's re-run check only (drift.yml compares what is on the host)
+    if "inputs_digest" in now and recorded.get("inputs_digest") != now["inputs_digest"]:
+        add("inputs", "digest", recorded.get("inputs_digest"), now["inputs_digest"])
+    if "images" in now:
+        old_images = recorded.get("images") or {}
+        for ref in sorted(now["images"]):
+            if ref not in old_images:
+                add("image " + ref, "recorded", False, True)
+            elif old_images[ref] != now["images"][ref]:
+                add("image " + ref, "id", old_images[ref], now["images"][ref])
     return out
 
 
@@ -191,6 +201,13 @@ def describe(diff):
     if diff["key"] == "sha256":
         return "%s: content changed since the deploy (sha256 %s... now %s...)" % (
             diff["what"], str(diff["recorded"])[7:19], str(diff["now"])[7:19])
+    if diff["what"] == "inputs" and diff["recorded"] is None:
+        return "inputs: the record holds no digest of the deploy's variables (written before they were recorded)"
+    if diff["what"] == "inputs":
+        return ("inputs: the deploy's variables differ from those of the recorded deploy (digest %s... now %s...)"
+                % (str(diff["recorded"])[:12], str(diff["now"])[:12]))
+    if diff["key"] == "recorded":
+        return "%s: not in the record (a candidate the recorded deploy did not have)" % diff["what"]
     if diff["key"] == "present":
         return "%s: %s, recorded %s" % (diff["what"], show(diff["now"]), show(diff["recorded"]))
     return "%s: %s was %s, now %s" % (diff["what"], diff["key"], show(diff["recorded"]), show(diff["now"]))

@@ -18,9 +18,10 @@ description:
     environment, our labels, restart policy), each file the deploy wrote (SHA-256 and mode; an
     environment file's variables too), the model directory's manifest - with what the deploy
     chose (O(deployed)). Rewritten only when something differs, so a re-run reports no change.
-  - With O(mode=compare) (C(drift.yml)), reads the record, reads the same things from the host
-    as it is now and returns every difference (container and key, environment variable, file,
-    model manifest), or none. Changes nothing.
+  - With O(mode=compare) (C(drift.yml), and the deploy's re-run check), reads the record, reads
+    the same things from the host as it is now and returns every difference (container and key,
+    environment variable, file, model manifest; with O(inputs_digest) and O(images), the deploy's
+    variables and the candidates' image IDs too), or none. Changes nothing.
   - Secrets never enter the record - a secret file is recorded by its SHA-256, a container
     environment variable whose name says secret (TOKEN, KEY, PASSWORD...) likewise.
 author:
@@ -78,6 +79,20 @@ options:
         kept with the record and returned by O(mode=compare). Never compared.
     type: dict
     default: {}
+  inputs_digest:
+    description:
+      - A digest of the deploy's variables (the deploy takes it over the roles' documented options).
+      - With O(mode=record), kept with the record. With O(mode=compare), compared with the recorded one
+        (a difference is one drift entry, C(what=inputs)); left out, not compared.
+    type: str
+  images:
+    description:
+      - Engine images (the candidates) whose local image ID matters to the deploy.
+      - With O(mode=record), each one's ID on this host (null where it is not here) is kept with the
+        record. With O(mode=compare), each one's ID now is compared with the recorded one; left out,
+        not compared.
+    type: list
+    elements: str
   docker_cli:
     description: Docker CLI to inspect the containers with.
     type: str
@@ -184,6 +199,16 @@ def live_state(docker, containers, files, model_path, checksum):
     return state
 
 
+def asked(docker, params):
+    """The inputs digest and the images' IDs on this host, where the task gives them."""
+    extra = {}
+    if params["inputs_digest"] is not None:
+        extra["inputs_digest"] = params["inputs_digest"]
+    if params["images"] is not None:
+        extra["images"] = dict((ref, docker.image_id(ref)) for ref in params["images"])
+    return extra
+
+
 def load(path):
     text = read_file(path)
     if text is None:
@@ -208,6 +233,8 @@ def main():
             model_path=dict(type="path"),
             model_checksum=dict(type="bool", default=False),
             deployed=dict(type="dict", default={}),
+            inputs_digest=dict(type="str"),
+            images=dict(type="list", elements="str"),
             docker_cli=dict(type="str", default="docker"),
         ),
         supports_check_mode=True,
@@ -227,11 +254,13 @@ def main():
         model = old.get("model") or {}
         now = live_state(docker, list(old.get("containers") or {}), files, model.get("path"),
                          old.get("model_checksum", False))
+        now.update(asked(docker, p))
         drift = differences(old, now)
         module.exit_json(changed=False, in_sync=not drift, drift=drift, lines=[describe(d) for d in drift],
                          recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old)
 
     new = live_state(docker, p["containers"], p["files"], p["model_path"], p["model_checksum"])
+    new.update(asked(docker, p))
     new.update(version=RECORD_VERSION, model_checksum=p["model_checksum"], deployed=p["deployed"],
                secret_files=dict((f["path"], f["secret"]) for f in p["files"]))
     same = old is not None and dict(old, recorded_at=None) == dict(new, recorded_at=None)

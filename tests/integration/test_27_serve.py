@@ -11,8 +11,8 @@ SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 MODEL = "/opt/models/lab-qwen3.5-tiny"
 
 
-def deploy(*extra):
-    return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+def deploy(*extra, **kw):
+    return playbook("deploy.yml", "-i", "inventories/lab", *extra, **kw)
 
 
 def ours(ip):
@@ -73,6 +73,75 @@ def test_status_shows_the_served_model(served):
     assert "Last deploy" in out and ": served; image 10.77.0.5:5000/sparkops/lab-vllm:0.17.0 (vllm 0.17.0)" in out
 
 
+OURS = ("sparkops-ray-head", "sparkops-ray-worker", "sparkops-model-server")
+
+
+def started_at(ip):
+    """Each of our containers on the host: its ID and when it started (a restart changes the time)."""
+    return ssh(ip, "docker inspect -f '{{.Name}} {{.Id}} {{.State.StartedAt}}' %s 2>/dev/null; true"
+               % " ".join(OURS)).out
+
+
+def phase_tasks(out):
+    """The phase roles' tasks that ran, but their argument validation and the re-run check's end_role."""
+    return [t for t in re.findall(r"TASK \[sparkops\.inference\.(engine_image|gpu_memory|fabric|ray_cluster|"
+                                  r"model_server|watchdog) : ([^\]]*)\]", out)
+            if not t[1].startswith(("Validating arguments", "Nothing to change in this phase",
+                                    "Mark the start of the phase"))]
+
+
+def test_a_rerun_with_nothing_to_change_skips_the_phases(served, tmp_path):
+    """deploy_fast_rerun: the same inputs on hosts as the last deploy left them - one look per host,
+    the engine asked for a completion, no phase task, changed=0, nothing restarted; the report
+    says so and still names what is served (from the record)."""
+    before = dict((ip, started_at(ip)) for ip in (SPARK1, SPARK2))
+    res = deploy(env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert "nothing to change, the phases are skipped (-e deploy_fast_rerun=false runs them all)" in out, out[-3000:]
+    assert phase_tasks(res.out) == []
+    recap = [l for l in res.out.splitlines() if l.startswith("spark")]
+    assert len(recap) == 2 and all(" changed=0 " in l and " failed=0 " in l for l in recap), recap
+    assert dict((ip, started_at(ip)) for ip in (SPARK1, SPARK2)) == before
+    with open(str(tmp_path / "latest.json")) as f:
+        report = json.load(f)
+    assert report["outcome"] == "served" and report["unchanged"] is True and report["unchanged_since"]
+    assert report["serving"]["endpoint"] == "http://10.77.0.11:8000/v1" and report["serving"]["restarted"] is False
+    assert report["image"]["selected"].endswith("lab-vllm:0.17.0") and report["image"]["versions"]["engine"] == "0.17.0"
+    assert report["ray"]["nodes"] == 2 and report["fabric"]["interface"] == "enp1s0f1np1"
+    assert "ray 2 nodes, 2.0 GPUs, head 192.168.77.11" in out
+    # asked to, every phase runs (and still changes nothing)
+    full = deploy("-e", "deploy_fast_rerun=false")
+    assert full.returncode == 0, full.out[-3000:]
+    assert "already serving, left alone" in flat(full.out)
+    assert phase_tasks(full.out) and dict((ip, started_at(ip)) for ip in (SPARK1, SPARK2)) == before
+
+
+@pytest.mark.fault(
+    fault="a Ray worker restarted, or an old service started again, on a serving cluster",
+    inject="docker restart sparkops-ray-worker on spark2; then docker start old-vllm on spark1",
+    message="'full deploy: spark2: container sparkops-ray-worker: started_at was ..., now ...'; then "
+            "'full deploy: spark1: the GPU memory phase would stop old-vllm'",
+    left="the model served; old-vllm stopped again by the full deploy")
+def test_the_rerun_check_sends_a_changed_cluster_through_every_phase(served):
+    """What the re-run check must not take for 'nothing to change': a container of ours restarted
+    (its start time moved) and a service the deploy stopped running again (gpu_memory in check
+    mode would stop it). Each time the full deploy runs, says why, and puts it right."""
+    assert ssh(SPARK2, "docker restart -t 1 sparkops-ray-worker >/dev/null").returncode == 0
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert re.search(r"full deploy: spark2: container sparkops-ray-worker: started_at was \S+, now \S+", out), out[-3000:]
+    assert phase_tasks(res.out)
+    assert still_serves()
+    assert ssh(SPARK1, "docker start old-vllm >/dev/null").returncode == 0
+    res = deploy()
+    assert res.returncode == 0, res.out[-3000:]
+    assert "full deploy: spark1: the GPU memory phase would stop old-vllm" in flat(res.out), res.out[-3000:]
+    assert "old-vllm" not in ssh(SPARK1, "docker ps --format '{{.Names}}'").out.split()
+    assert still_serves()
+
+
 def test_changed_engine_setting_restarts_the_engine_not_ray(served):
     def started(name):
         return ssh(SPARK1, "docker inspect -f '{{.State.StartedAt}}' %s" % name).out.strip()
@@ -97,9 +166,11 @@ def test_changed_shm_size_recreates_the_engine_not_ray(served):
     assert inspect("{{.State.StartedAt}}", "sparkops-ray-head") == ray_before
     code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
     assert code == "200"  # and it serves with the new size
+    recreated = inspect("{{.State.StartedAt}}")
     again = deploy("-e", json.dumps({"model_server_shm_size": "2g"}))
     assert again.returncode == 0, again.out[-3000:]
-    assert "already serving, left alone" in flat(again.out)
+    assert "nothing to change, the phases are skipped" in flat(again.out)  # the re-run check
+    assert inspect("{{.State.StartedAt}}") == recreated
 
 
 @pytest.mark.fault(

@@ -141,3 +141,26 @@ def test_model_summary_says_whether_the_directory_is_there(tmp_path):
                     "manifest": model_manifest(str(tmp_path))[2]}
     gone = model_summary(str(tmp_path / "absent"), checksum=True)
     assert gone == {"path": str(tmp_path / "absent"), "exists": False, "files": 0, "size_bytes": 0, "manifest": None}
+
+
+def test_the_rerun_check_names_other_inputs_and_moved_images_drift_does_not_ask():
+    """The deploy's re-run check adds the inputs' digest and the candidates' image IDs to what it
+    compares; drift.yml (neither given) compares the host alone, whatever the record holds."""
+    old = dict(record(), inputs_digest="a" * 64,
+               images={"reg/vllm:0.17.0": "sha256:4261", "reg/sglang:0.5.10": None})
+    assert differences(old, record()) == []  # drift.yml: not asked
+    same = dict(record(), inputs_digest="a" * 64, images={"reg/vllm:0.17.0": "sha256:4261", "reg/sglang:0.5.10": None})
+    assert differences(old, same) == []
+    now = dict(record(), inputs_digest="b" * 64,
+               images={"reg/vllm:0.17.0": "sha256:9999", "reg/sglang:0.5.10": None, "reg/new:1": "sha256:1"})
+    moved = differences(old, now)
+    assert [(d["what"], d["key"]) for d in moved] == [
+        ("inputs", "digest"), ("image reg/new:1", "recorded"), ("image reg/vllm:0.17.0", "id")]
+    assert [describe(d) for d in moved] == [
+        "inputs: the deploy's variables differ from those of the recorded deploy (digest aaaaaaaaaaaa... now bbbbbbbbbbbb...)",
+        "image reg/new:1: not in the record (a candidate the recorded deploy did not have)",
+        "image reg/vllm:0.17.0: id was sha256:4261, now sha256:9999"]
+    # a record written before the digest was kept: never taken as unchanged
+    older = differences(record(), dict(record(), inputs_digest="b" * 64))
+    assert [describe(d) for d in older] == [
+        "inputs: the record holds no digest of the deploy's variables (written before they were recorded)"]

@@ -81,3 +81,25 @@ def test_compare_without_a_record_says_so(capsys, host):
     res = run_module(capsys, {"mode": "compare", "path": host["path"], "docker_cli": host["docker"]})
     assert res["in_sync"] is False and res.get("failed") is not True
     assert res["lines"] == ["no deploy is recorded here (%s): nothing to compare with - deploy first" % host["path"]]
+
+
+def test_inputs_digest_and_images_recorded_then_compared(capsys, host, tmp_path):
+    """The re-run check's two extra questions, through the module: the digest is kept as given,
+    each image's ID is asked of Docker (null where the image is not on the host)."""
+    docker = tmp_path / "docker-images"
+    docker.write_text('#!/bin/sh\ncase "$*" in\n'
+                      '  "image inspect --format {{.Id}} reg/vllm:0.17.0") echo sha256:4261 ;;\n'
+                      '  "image inspect"*) echo "Error: No such image: $5" >&2; exit 1 ;;\n'
+                      '  *) exec "%s" "$@" ;;\nesac\n' % host["docker"])
+    docker.chmod(docker.stat().st_mode | stat.S_IEXEC)
+    args = dict(host["args"], docker_cli=str(docker), inputs_digest="a" * 64,
+                images=["reg/vllm:0.17.0", "reg/sglang:0.5.10"])
+    first = run_module(capsys, args)
+    assert first["record"]["inputs_digest"] == "a" * 64
+    assert first["record"]["images"] == {"reg/vllm:0.17.0": "sha256:4261", "reg/sglang:0.5.10": None}
+    compare = {"mode": "compare", "path": host["path"], "docker_cli": str(docker)}
+    assert run_module(capsys, dict(compare, inputs_digest="a" * 64, images=args["images"]))["in_sync"] is True
+    assert run_module(capsys, compare)["in_sync"] is True  # drift.yml asks neither
+    other = run_module(capsys, dict(compare, inputs_digest="b" * 64, images=["reg/vllm:0.17.0", "reg/other:1"]))
+    assert other["in_sync"] is False
+    assert [d["what"] for d in other["drift"]] == ["inputs", "image reg/other:1"]
