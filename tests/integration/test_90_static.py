@@ -154,7 +154,7 @@ def test_the_execution_environment_renders_a_build_context(tmp_path):
                "-c", str(ctx)])
     assert res.returncode == 0, res.out
     build = (ctx / "Dockerfile").read_text()
-    assert 'ARG PYCMD="/usr/bin/python3.11"' in build and "ansible-core>=2.17,<2.20" in build
+    assert 'ARG PYCMD="/usr/bin/python3.11"' in build and "ansible-core>=2.18,<2.20" in build
     wanted = yaml.safe_load((ctx / "_build" / "requirements.yml").read_text())["collections"]
     with open(os.path.join(ROOT, "galaxy.yml")) as f:
         depends = yaml.safe_load(f)["dependencies"]

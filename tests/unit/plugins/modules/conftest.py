@@ -8,13 +8,14 @@ import pytest
 
 try:
     from ansible.module_utils import _internal
-except ImportError:  # ansible-core < 2.19 has no such switch
+except ImportError:
     _internal = None
 
 
 @pytest.fixture(autouse=True)
 def module_context(monkeypatch):
-    if _internal is not None:
+    # ansible-core < 2.19 has no such switch (2.18 has the package, without it)
+    if _internal is not None and hasattr(_internal, "is_controller"):
         monkeypatch.setattr(_internal, "is_controller", False)
 
 
