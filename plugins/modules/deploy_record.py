@@ -22,6 +22,11 @@ description:
     the same things from the host as it is now and returns every difference (container and key,
     environment variable, file, model manifest; with O(inputs_digest) and O(images), the deploy's
     variables and the candidates' image IDs too), or none. Changes nothing.
+  - With O(mode=compare) and O(memory), a host that has not drifted is also asked what the GPU
+    memory phase would stop (a service that came back since, holding memory); with O(serve), a
+    host that has not drifted and has nothing to stop asks its engine for one completion. Each
+    is one more line of the answer when it finds something. The deploy's re-run check asks all
+    of it in this one call per host.
   - Secrets never enter the record - a secret file is recorded by its SHA-256, a container
     environment variable whose name says secret (TOKEN, KEY, PASSWORD...) likewise.
 author:
@@ -93,6 +98,71 @@ options:
         not compared.
     type: list
     elements: str
+  memory:
+    description:
+      - With O(mode=compare), also ask what the GPU memory phase (M(sparkops.inference.gpu_memory),
+        O(sparkops.inference.gpu_memory#module:state=freed)) would stop here, with its options;
+        anything it would stop is a difference. Left out, not asked.
+    type: dict
+    version_added: 0.4.0
+    suboptions:
+      containers:
+        description: Containers the phase stops by name.
+        type: list
+        elements: str
+        default: []
+      compose_projects:
+        description: Docker Compose projects whose containers the phase stops.
+        type: list
+        elements: str
+        default: []
+      systemd_units:
+        description: systemd units the phase stops.
+        type: list
+        elements: str
+        default: []
+      stop_gpu_containers:
+        description: The phase also stops every other container that owns a GPU process.
+        type: bool
+        default: false
+      exclude_containers:
+        description: Containers the phase never stops (ours).
+        type: list
+        elements: str
+        default: []
+      nvidia_smi_path:
+        description: nvidia-smi to run (found on the PATH and the usual places when left out).
+        type: path
+  serve:
+    description:
+      - With O(mode=compare), on a host with no difference and nothing to stop, ask the engine
+        here for one short completion (C(/health), C(/v1/models) listing O(serve.served_model_name),
+        then C(/v1/completions)); no answer is a difference. One look, no waiting. Left out, not asked.
+    type: dict
+    version_added: 0.4.0
+    suboptions:
+      address:
+        description: Where the engine listens (V(0.0.0.0) is asked on loopback).
+        type: str
+        default: 127.0.0.1
+      port:
+        description: The engine's port.
+        type: int
+        default: 8000
+      served_model_name:
+        description: The name the engine must list.
+        type: str
+      prompt:
+        description: The prompt of the completion.
+        type: str
+        default: The capital of France is
+      api_key_file:
+        description: The engine's API key, in a root-only file on the host (never returned or printed).
+        type: path
+      timeout:
+        description: Seconds each request may take.
+        type: int
+        default: 10
   docker_cli:
     description: Docker CLI to inspect the containers with.
     type: str
@@ -154,6 +224,23 @@ record:
   description: The record as written (O(mode=record)) or as read (O(mode=compare)).
   returned: always
   type: dict
+holders:
+  description: With O(memory), what the GPU memory phase would stop (as its C(holders) fact).
+  returned: when O(memory) was asked
+  type: list
+  elements: dict
+  version_added: 0.4.0
+endpoint:
+  description: With O(serve), the engine's API as asked.
+  returned: when O(serve) was asked
+  type: str
+  sample: http://127.0.0.1:8000/v1
+  version_added: 0.4.0
+completion:
+  description: With O(serve), the text of the completion (null when none came back).
+  returned: when O(serve) was asked
+  type: str
+  version_added: 0.4.0
 """
 
 import json
@@ -163,7 +250,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
 from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+from ansible_collections.sparkops.inference.plugins.module_utils._holders import Host, survey
 from ansible_collections.sparkops.inference.plugins.module_utils._host import read_file
+from ansible_collections.sparkops.inference.plugins.module_utils._http import answers, connect_address, read_key
 from ansible_collections.sparkops.inference.plugins.module_utils._record import (
     RECORD_VERSION,
     container_state,
@@ -209,6 +298,29 @@ def asked(docker, params):
     return extra
 
 
+def beyond_the_record(module, p, lines):
+    """What O(memory) and O(serve) ask, on a host with no difference so far; each finding is
+    appended to `lines`. The answers (holders, endpoint, completion) for the result."""
+    found = {}
+    if p["memory"] is not None and not lines:
+        options = dict(p["memory"], docker_cli=p["docker_cli"])
+        dummy, dummy, holders, dummy = survey(module, Host(module, p["docker_cli"]), options)
+        found["holders"] = holders
+        if holders:
+            lines.append("the GPU memory phase would stop %s" % ", ".join(h["name"] for h in holders))
+    serve = p["serve"]
+    if serve is not None and not lines:
+        key = read_key(serve["api_key_file"])
+        if key:
+            module.no_log_values.add(key)
+        base = "http://%s:%d" % (connect_address(serve["address"]), serve["port"])
+        why, said = answers(base, serve["served_model_name"], serve["prompt"], serve["timeout"], key)
+        found.update(endpoint=base + "/v1", completion=said)
+        if why:
+            lines.append("the engine at %s did not answer the check: %s" % (base, why))
+    return found
+
+
 def load(path):
     text = read_file(path)
     if text is None:
@@ -235,6 +347,22 @@ def main():
             deployed=dict(type="dict", default={}),
             inputs_digest=dict(type="str"),
             images=dict(type="list", elements="str"),
+            memory=dict(type="dict", options=dict(
+                containers=dict(type="list", elements="str", default=[]),
+                compose_projects=dict(type="list", elements="str", default=[]),
+                systemd_units=dict(type="list", elements="str", default=[]),
+                stop_gpu_containers=dict(type="bool", default=False),
+                exclude_containers=dict(type="list", elements="str", default=[]),
+                nvidia_smi_path=dict(type="path"),
+            )),
+            serve=dict(type="dict", options=dict(
+                address=dict(type="str", default="127.0.0.1"),
+                port=dict(type="int", default=8000),
+                served_model_name=dict(type="str"),
+                prompt=dict(type="str", default="The capital of France is"),
+                api_key_file=dict(type="path"),
+                timeout=dict(type="int", default=10),
+            )),
             docker_cli=dict(type="str", default="docker"),
         ),
         supports_check_mode=True,
@@ -256,8 +384,11 @@ def main():
                          old.get("model_checksum", False))
         now.update(asked(docker, p))
         drift = differences(old, now)
-        module.exit_json(changed=False, in_sync=not drift, drift=drift, lines=[describe(d) for d in drift],
-                         recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old)
+        lines = [describe(d) for d in drift]
+        found = beyond_the_record(module, p, lines)
+        module.exit_json(changed=False, in_sync=not lines, drift=drift, lines=lines,
+                         recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old,
+                         **found)
 
     new = live_state(docker, p["containers"], p["files"], p["model_path"], p["model_checksum"])
     new.update(asked(docker, p))

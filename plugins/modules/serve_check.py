@@ -164,14 +164,13 @@ endpoint:
 """
 
 import datetime
-import json
 import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.urls import open_url
+from ansible_collections.sparkops.inference.plugins.module_utils import _http as engine_http
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._http import connect_address, list_models
 from ansible_collections.sparkops.inference.plugins.module_utils._record import model_summary
 from ansible_collections.sparkops.inference.plugins.module_utils._metrics import (
     MetricsParseError,
@@ -194,39 +193,18 @@ def describe(doc):
             "restart_policy": ((doc.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name")}
 
 
-# the API key when one is set (load_api_key): cut out of whatever a message quotes
+# the API key when one is set (load_api_key): sent with each request, cut out of whatever a message quotes
 SECRETS = []
-MAX_BODY = 1 << 20  # what is read of an answer: /v1/models and a completion are far smaller
-
-
-def quoted(text, limit=200):
-    """An answer's body as a message quotes it: cut, and in quotes, so it reads as the engine's
-    words, not ours (and a huge or hostile body cannot flood an error or the report)."""
-    text = scrub(text or "", SECRETS)
-    cut = text[:limit]
-    return json.dumps(cut) + (" (%d more characters cut)" % (len(text) - limit) if len(text) > limit else "")
-
-
 HEADERS = {"Content-Type": "application/json"}
 
 
+def quoted(text, limit=200):
+    return engine_http.quoted(text, SECRETS, limit)
+
+
 def http(method, url, body=None, timeout=5):
-    """(status, body) of one request; redirects are never followed (an engine does not send
-    them: whatever answers with one is not the engine), (None, reason) when nothing answered."""
-    data = json.dumps(body) if body is not None else None
-    try:
-        resp = open_url(url, data=data, method=method, timeout=timeout, use_proxy=False,
-                        follow_redirects="none", headers=dict(HEADERS))
-        return resp.getcode(), resp.read(MAX_BODY).decode("utf-8", "replace")
-    except HTTPError as exc:
-        if 300 <= exc.code < 400:
-            return exc.code, "a redirect to %s (not followed)" % quoted((exc.headers or {}).get("Location") or "")
-        try:
-            return exc.code, exc.read(MAX_BODY).decode("utf-8", "replace")
-        except (AttributeError, IOError, socket.error):
-            return exc.code, ""
-    except (URLError, socket.error, ValueError) as exc:
-        return None, str(getattr(exc, "reason", exc))
+    """(status, body) of one request (module_utils/_http.py: no proxy, no redirect followed)."""
+    return engine_http.request(method, url, body, timeout=timeout, headers=HEADERS, secrets=SECRETS)
 
 
 def started_at(state):
@@ -237,16 +215,6 @@ def started_at(state):
                 - datetime.datetime(1970, 1, 1)).total_seconds()
     except ValueError:
         return None
-
-
-def list_models(code, text):
-    """The model ids of a /v1/models answer ([] unless it is a 200 with a data list)."""
-    if code != 200:
-        return []
-    try:
-        return [m.get("id") for m in json.loads(text).get("data", [])]
-    except (ValueError, AttributeError):
-        return []
 
 
 def look_at_metrics(base, interval):
@@ -343,13 +311,6 @@ def started_with(doc, flag):
     return None
 
 
-def connect_address(address):
-    """Where a check reaches an engine bound to `address` (all interfaces: loopback)."""
-    address = address or "127.0.0.1"
-    address = {"0.0.0.0": "127.0.0.1", "::": "::1", "*": "127.0.0.1"}.get(address, address)
-    return "[%s]" % address if ":" in address else address
-
-
 def exit_code(docker, name, state, wait=5.0):
     """The engine's exit code. Once Docker has restarted it (a restart policy) the running
     container shows none: watch it a few seconds for its next exit - an engine that cannot start
@@ -415,14 +376,11 @@ def wait_served(module, docker, base):
 def smoke_test(module, base, models, res):
     """One short completion; fails with the engine's answer when it cannot give one."""
     p = module.params
-    code, text = http("POST", base + "/v1/completions", {
-        "model": p["served_model_name"] or (models[0] if models else None),
-        "prompt": p["prompt"], "max_tokens": 8, "temperature": 0}, timeout=120)
-    try:
-        return json.loads(text)["choices"][0]["text"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        module.fail_json(msg="the engine is up but a completion failed (HTTP %s): %s"
-                         % (code, quoted(text, 300)), **res)
+    said, why = engine_http.completion(base, p["served_model_name"] or (models[0] if models else None),
+                                       p["prompt"], headers=HEADERS, secrets=SECRETS)
+    if why:
+        module.fail_json(msg="the engine is up but " + why, **res)
+    return said
 
 
 def phase_ready(module, docker, base):
@@ -441,13 +399,7 @@ def phase_ready(module, docker, base):
 def load_api_key(module, path):
     """The API key from its root-only file into each request's headers, and into SECRETS (cut
     out of every message); the module never returns it."""
-    if not path:
-        return
-    try:
-        with open(path) as f:
-            key = f.read().strip()
-    except (IOError, OSError):
-        return
+    key = engine_http.read_key(path)
     if key:
         module.no_log_values.add(key)
         SECRETS.append(key)

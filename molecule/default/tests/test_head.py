@@ -38,12 +38,21 @@ def test_the_engine_runs_the_selected_image(host):
     assert image == "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"
 
 
+def reports():
+    """The scenario's deploy reports, oldest first (converge, then idempotence, of this run last)."""
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "molecule-reports", "default")
+    names = sorted(n for n in os.listdir(folder) if n.startswith("deploy-") and not n.endswith(".lock.json"))
+    out = []
+    for name in names:
+        with open(os.path.join(folder, name)) as f:
+            out.append(json.load(f))
+    return out
+
+
 def test_the_report_is_complete():
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "molecule-reports", "default",
-                        "latest.json")
-    with open(path) as f:
-        report = json.load(f)
-    assert report["outcome"] == "served" and report["error"] is None
+    """The converge run's report: every candidate probed and its status, the cluster, the fabric."""
+    report = reports()[-2]
+    assert report["outcome"] == "served" and report["error"] is None and report["unchanged"] is False
     assert report["image"]["selected"] == "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"
     assert report["image"]["versions"]["engine"] == "0.17.0"
     status = dict((r["image"].split("/")[-1], r["status"]) for r in report["image"]["candidates"])
@@ -58,5 +67,17 @@ def test_the_report_is_complete():
                                       "model_server", "watchdog"}
     # the watchdog is opt-in: off here, and said so
     assert report["watchdog"]["enabled"] is False
-    # the idempotence run wrote the last report: nothing stopped then, the engine left alone
-    assert report["serving"]["restarted"] is False
+
+
+def test_the_idempotence_run_changed_nothing_and_says_so():
+    """Molecule's idempotence run (--skip-tags molecule-notest,notest: none of the deploy's own) is a
+    re-run with nothing to change: the re-run check skipped the phases, and the report says what
+    serves, from the record of the converge run, and that the engine answered now."""
+    converge, again = reports()[-2:]
+    assert again["outcome"] == "served" and again["unchanged"] is True
+    assert again["unchanged_since"] is not None and again["unchanged_since"] <= again["finished"]
+    assert again["image"]["selected"] == converge["image"]["selected"]
+    assert again["image"]["candidates"] == []  # nothing was probed in this run
+    assert again["serving"]["restarted"] is False and again["serving"]["endpoint"] == "http://10.77.0.11:8000/v1"
+    assert again["serving"]["completion"] == converge["serving"]["completion"]
+    assert (again["ray"]["nodes"], again["fabric"]["interface"]) == (2, "enp1s0f1np1")

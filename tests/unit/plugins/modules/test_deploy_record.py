@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """deploy_record run in-process against files in a temp dir and a fake docker CLI that prints a
 `docker container inspect` document of the lab's Ray worker (and exits 1 for the absent
-engine, as Docker does): record, re-record (no change), check mode, compare."""
+engine, as Docker does): record, re-record (no change), check mode, compare; the compare's memory
+and serve questions against a fake docker and a local HTTP server that answers as vLLM does."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -9,6 +10,9 @@ __metaclass__ = type
 import json
 import os
 import stat
+import threading
+
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -103,3 +107,88 @@ def test_inputs_digest_and_images_recorded_then_compared(capsys, host, tmp_path)
     other = run_module(capsys, dict(compare, inputs_digest="b" * 64, images=["reg/vllm:0.17.0", "reg/other:1"]))
     assert other["in_sync"] is False
     assert [d["what"] for d in other["drift"]] == ["inputs", "image reg/other:1"]
+
+
+class Engine(BaseHTTPRequestHandler):
+    """An OpenAI-compatible answer as vLLM gives it, behind a bearer key; `answer` False: the
+    engine is up and lists the model, but its completion fails (a 500 that echoes the key)."""
+    key = "sk-canary-0123456789"
+    answer = True
+    hits = []
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, doc):
+        body = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        Engine.hits.append(self.path)
+        if self.headers.get("Authorization") != "Bearer " + self.key:
+            return self._send(401, {"error": "Unauthorized"})
+        self._send(200, {"data": [{"id": "qwen3.5-lab"}]} if self.path == "/v1/models" else {})
+
+    def do_POST(self):
+        Engine.hits.append(self.path)
+        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if Engine.answer and asked["model"] == "qwen3.5-lab":
+            return self._send(200, {"choices": [{"text": " Paris."}]})
+        self._send(500, {"error": "CUDA error", "sent": self.headers.get("Authorization")})
+
+
+@pytest.fixture
+def engine():
+    srv = HTTPServer(("127.0.0.1", 0), Engine)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    Engine.hits[:] = []
+    Engine.answer = True
+    yield srv.server_address[1]
+    srv.shutdown()
+
+
+def test_compare_asks_what_the_memory_phase_would_stop_then_the_engine(capsys, host, tmp_path, engine):
+    """The re-run check in one call: the record first, then what gpu_memory would stop (an old
+    service started again since), then one completion - each only when nothing was found before
+    it; the API key is sent, and neither returned nor quoted."""
+    old = tmp_path / "old-vllm.running"
+    docker = tmp_path / "docker-old"
+    docker.write_text('#!/bin/sh\ncase "$*" in\n'
+                      '  "container inspect old-vllm") r=false; [ -f "%s" ] && r=true\n'
+                      '    echo "[{\\"Id\\": \\"0ld\\", \\"Name\\": \\"/old-vllm\\", \\"State\\": {\\"Running\\": $r}}]" ;;\n'
+                      '  ps*) exit 0 ;;\n'
+                      '  *) exec "%s" "$@" ;;\nesac\n' % (old, host["docker"]))
+    docker.chmod(docker.stat().st_mode | stat.S_IEXEC)
+    key = tmp_path / "engine-api-key"
+    key.write_text(Engine.key + "\n")
+    run_module(capsys, dict(host["args"], docker_cli=str(docker)))
+    compare = {"mode": "compare", "path": host["path"], "docker_cli": str(docker),
+               "memory": {"containers": ["old-vllm"], "nvidia_smi_path": str(tmp_path / "no-nvidia-smi")},
+               "serve": {"port": engine, "served_model_name": "qwen3.5-lab", "api_key_file": str(key)}}
+    same = run_module(capsys, compare)
+    assert same["in_sync"] is True and same["lines"] == [] and same["holders"] == []
+    assert same["completion"] == " Paris." and same["endpoint"] == "http://127.0.0.1:%d/v1" % engine
+    assert Engine.hits == ["/health", "/v1/models", "/v1/completions"]
+
+    Engine.answer = False
+    failed = run_module(capsys, compare)
+    assert failed["in_sync"] is False and failed["completion"] is None
+    said = json.dumps(json.dumps({"error": "CUDA error", "sent": "Bearer (secret)"}))  # the key cut out, quoted
+    assert failed["lines"] == ["the engine at http://127.0.0.1:%d did not answer the check: a completion failed "
+                               "(HTTP 500): %s" % (engine, said)]
+    assert Engine.key not in json.dumps(failed)
+
+    old.write_text("")  # the old engine was started again by hand
+    Engine.hits[:] = []
+    back = run_module(capsys, compare)
+    assert back["in_sync"] is False and [h["name"] for h in back["holders"]] == ["old-vllm"]
+    assert back["lines"] == ["the GPU memory phase would stop old-vllm"]
+    assert Engine.hits == [] and "completion" not in back  # the engine is not asked then
+
+    host["env"].write_text("NCCL_SOCKET_IFNAME=eth9\n")
+    moved = run_module(capsys, compare)
+    assert moved["lines"] == ["file %s: env NCCL_SOCKET_IFNAME was enp1s0f1np1, now eth9" % host["env"]]
+    assert "holders" not in moved and Engine.hits == []  # drift first: nothing more is asked
