@@ -37,3 +37,24 @@ def test_every_documented_option_is_an_input_or_left_out_with_a_reason():
     assert all(isinstance(why, str) and why for why in left_out.values())
     # per-host inventory variables that the roles read but do not document as role options
     assert set(inputs) - options == {"ansible_host", "fabric_address"}
+
+
+def test_the_phase_tags_are_the_deploys_own():
+    """deploy_phase_tags (a run that skips one of them does not take the re-run check) are the tags
+    of the deploy's own tasks, less `report` (--skip-tags report deploys without writing a report)."""
+    with open(os.path.join(ROLES, "deploy", "vars", "main.yml")) as f:
+        phase_tags = set(yaml.safe_load(f)["deploy_phase_tags"])
+    with open(os.path.join(ROLES, "deploy", "tasks", "main.yml")) as f:
+        tasks = yaml.safe_load(f)
+
+    def tags(items):
+        found = set()
+        for item in items:
+            found |= set(item.get("tags") or [])
+            for key in ("block", "rescue", "always"):
+                found |= tags(item.get(key) or [])
+        return found
+
+    used = tags(tasks)
+    assert {"engine_image", "ray_cluster", "model_server", "report"} <= used  # the tasks were read
+    assert used - {"report"} == phase_tags, "deploy_phase_tags should be %s" % sorted(used - {"report"})
