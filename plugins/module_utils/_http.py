@@ -101,18 +101,26 @@ def read_key(path):
         return None
 
 
+def models_now(base, timeout=5, headers=None, secrets=()):
+    """One look: (the models /v1/models lists, None) when /health and /v1/models answer 200;
+    (None, what answered instead) otherwise."""
+    code, text = request("GET", base + "/health", timeout=timeout, headers=headers, secrets=secrets)
+    if code != 200:
+        return None, "/health answered %s" % (("%s: %s" % (code, quoted(text, secrets, 120))) if code else text)
+    code, text = request("GET", base + "/v1/models", timeout=timeout, headers=headers, secrets=secrets)
+    if code != 200:
+        return None, "/v1/models answered %s: %s" % (code, quoted(text, secrets))
+    return list_models(code, text), None
+
+
 def answers(base, served_model_name, prompt, timeout=10, key=None):
     """Does the engine serve now: (None, the completion) when /health is 200, /v1/models lists
     the served name and one completion comes back; (why not, None) otherwise. One look, no wait."""
     headers = {"Authorization": "Bearer " + key} if key else {}
     secrets = [key] if key else []
-    code, text = request("GET", base + "/health", timeout=timeout, headers=headers, secrets=secrets)
-    if code != 200:
-        return "/health answered %s" % (("%s: %s" % (code, quoted(text, secrets, 120))) if code else text), None
-    code, text = request("GET", base + "/v1/models", timeout=timeout, headers=headers, secrets=secrets)
-    models = list_models(code, text)
-    if code != 200:
-        return "/v1/models answered %s: %s" % (code, quoted(text, secrets)), None
+    models, why = models_now(base, timeout, headers, secrets)
+    if why:
+        return why, None
     if served_model_name and served_model_name not in models:
         return "the engine serves %s, not %s" % (", ".join(models) or "no model", served_model_name), None
     said, why = completion(base, served_model_name or (models[0] if models else None), prompt,

@@ -335,7 +335,6 @@ def wait_served(module, docker, base):
     p = module.params
     host = socket.gethostname()
     deadline = time.time() + p["timeout"]
-    last = "no answer yet"
     restarts = None
     while True:
         doc = docker.container(p["container"])
@@ -352,20 +351,14 @@ def wait_served(module, docker, base):
                                      "; Docker restarted it %d time(s)" % count if count > restarts else "",
                                      logs(docker, p)),
                              endpoint=base)
-        code, text = http("GET", base + "/health")
-        if code == 200:
-            code, text = http("GET", base + "/v1/models")
-            if code == 200:
-                models = list_models(code, text)
-                if p["served_model_name"] and p["served_model_name"] not in models:
-                    module.fail_json(msg="the engine serves %s, not %s (served model name mismatch): set "
-                                         "model_server_served_name to what the engine is started with"
-                                     % (", ".join(models) or "no model", p["served_model_name"]),
-                                     endpoint=base, models=models)
-                return state, models
-            last = "/v1/models answered %s: %s" % (code, quoted(text))
-        else:
-            last = "/health answered %s" % (("%s: %s" % (code, quoted(text, 120))) if code else text)
+        models, last = engine_http.models_now(base, headers=HEADERS, secrets=SECRETS)
+        if models is not None:
+            if p["served_model_name"] and p["served_model_name"] not in models:
+                module.fail_json(msg="the engine serves %s, not %s (served model name mismatch): set "
+                                     "model_server_served_name to what the engine is started with"
+                                 % (", ".join(models) or "no model", p["served_model_name"]),
+                                 endpoint=base, models=models)
+            return state, models
         if time.time() > deadline:
             module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
                              % (p["timeout"], host, last, logs(docker, p)),
