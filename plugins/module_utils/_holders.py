@@ -137,7 +137,7 @@ def memory_facts(module, nvidia_smi_path, docker_cli):
 
 
 def survey(module, host, p):
-    """What the GPU memory phase would stop here: (facts, pid_cgroups, holders, notes). `p` holds
+    """What the GPU memory phase would stop here: (facts, holders, notes). `p` holds
     gpu_memory's options: containers, compose_projects, systemd_units, stop_gpu_containers,
     exclude_containers, nvidia_smi_path, docker_cli. Changes nothing."""
     facts, pid_cgroups = memory_facts(module, p["nvidia_smi_path"], p["docker_cli"])
@@ -149,4 +149,4 @@ def survey(module, host, p):
     unit_mib = dict((u["name"], unit_gpu_mib(facts, pid_cgroups, u["cgroup"])) for u in units)
     holders, notes = plan_holders(containers, compose, units, facts, p["stop_gpu_containers"],
                                   p["exclude_containers"], unit_mib)
-    return facts, pid_cgroups, holders, notes
+    return facts, holders, notes

@@ -304,7 +304,7 @@ def beyond_the_record(module, p, lines):
     found = {}
     if p["memory"] is not None and not lines:
         options = dict(p["memory"], docker_cli=p["docker_cli"])
-        dummy, dummy, holders, dummy = survey(module, Host(module, p["docker_cli"]), options)
+        dummy, holders, dummy = survey(module, Host(module, p["docker_cli"]), options)
         found["holders"] = holders
         if holders:
             lines.append("the GPU memory phase would stop %s" % ", ".join(h["name"] for h in holders))

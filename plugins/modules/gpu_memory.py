@@ -290,7 +290,7 @@ def diff_of(module, entries, record_file, stopping):
 def freed(module, host):
     p = module.params
     t0 = time.time()
-    facts, dummy, holders, notes = survey(module, host, p)
+    facts, holders, notes = survey(module, host, p)
     try:
         want = required_mib(memory_view(facts, p["free_metric"])["total_mib"], p["free_gib"],
                             p["free_fraction"])
