@@ -12,7 +12,8 @@ The proof is HMAC-SHA256(token, "sparkops-image-transfer|" + nonce + "|" + cnonc
 itself never crosses the wire, and a fresh nonce per connection makes a recorded proof useless.
 Every step has a deadline and a size limit: a client that connects and says nothing, sends a
 malformed or oversized line, or a wrong proof, is answered (where it can hear) and dropped
-without delaying anyone else; each peer is served in its own thread.
+without delaying anyone else (each handshake runs in its own thread). The receivers that pass
+it share one image stream (see Sender).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -107,17 +108,30 @@ def client_handshake(conn, token, skip, timeout=HANDSHAKE_TIMEOUT):
 
 
 class Sender(object):
-    """Serve `peers` receivers that prove they hold `token`, each in its own thread, within
-    `timeout` seconds; open_stream() gives a fresh file-like image stream per receiver."""
+    """Serve `peers` receivers that prove they hold `token` within `timeout` seconds.
+
+    Each client's handshake runs in its own thread. The receivers that passed it wait for a
+    batch: one image stream (`open_stream()`, a fresh file-like stream) fans out to every
+    receiver of the batch, so N receivers cost the sender one `docker save`, not N. A batch
+    starts when every expected receiver has joined, or GATHER seconds after the first of it
+    joined (at most a quarter of `timeout`); a receiver that joins after that gets a batch of
+    its own. A receiver that stops reading for STALL seconds, or whose connection breaks, is
+    dropped from its batch and the others go on."""
+
+    GATHER = 10.0
+    STALL = 120.0
 
     def __init__(self, address, port, token, peers, timeout, open_stream):
         self.address, self.port, self.token = address, port, token
         self.peers, self.timeout, self.open_stream = peers, timeout, open_stream
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.done = threading.Event()
-        self.served, self.skipped, self.bytes = 0, 0, 0
+        self.served, self.skipped, self.bytes, self.streams = 0, 0, 0, 0
         self.refused = []  # (peer address, why): not counted
         self.failed = []  # (peer address, why): a stream that broke off
+        self.waiting = []  # (conn, peer address) that passed the handshake, no batch yet
+        self.since = None  # when the first of them joined
+        self.busy = 0  # receivers in a batch now
         self.sock = None
 
     def listen(self):
@@ -125,28 +139,53 @@ class Sender(object):
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((self.address, self.port))
         self.sock.listen(64)
-        self.sock.settimeout(0.5)
+        self.sock.settimeout(0.2)
         return self.sock.getsockname()[1]
 
     def serve(self):
         """Accept until every peer is served or the time is up; True when all were."""
         deadline = time.time() + self.timeout
+        gather = min(self.GATHER, self.timeout / 4.0)
         threads = []
         try:
             while not self.done.is_set() and time.time() < deadline:
+                batch = self._batch(gather)
+                if batch:
+                    threads.append(self._start(self._stream, batch))
                 try:
                     conn, peer = self.sock.accept()
                 except socket.timeout:
                     continue
-                t = threading.Thread(target=self._peer, args=(conn, peer[0]))
-                t.daemon = True
-                t.start()
-                threads.append(t)
+                threads.append(self._start(self._peer, conn, peer[0]))
         finally:
             self.sock.close()
         for t in threads:
             t.join(max(0.0, deadline - time.time()) + 1)
+        with self.lock:
+            for conn, peer in self.waiting:  # joined, and the time ran out before a batch
+                self.failed.append((peer, "no stream began within %d s" % self.timeout))
+                conn.close()
+            self.waiting = []
         return self.done.is_set()
+
+    @staticmethod
+    def _start(target, *args):
+        t = threading.Thread(target=target, args=args)
+        t.daemon = True
+        t.start()
+        return t
+
+    def _batch(self, gather):
+        """The receivers waiting, when their batch should start (else None)."""
+        with self.lock:
+            if not self.waiting:
+                return None
+            expected = self.peers - self.served - self.busy
+            if len(self.waiting) < expected and time.time() - self.since < gather:
+                return None
+            batch, self.waiting, self.since = self.waiting, [], None
+            self.busy += len(batch)
+            return batch
 
     def _count(self, attr, nbytes=0):
         with self.lock:
@@ -156,41 +195,81 @@ class Sender(object):
                 self.done.set()
 
     def _peer(self, conn, peer):
+        """The handshake; a receiver that passes it waits for a batch (its connection kept)."""
+        server_nonce = nonce()
         try:
-            server_nonce = nonce()
-            try:
-                send_line(conn, {"v": VERSION, "nonce": server_nonce})
-                answer = read_line(conn, time.time() + HANDSHAKE_TIMEOUT)
-            except (ProtocolError, socket.error) as exc:
-                self._refuse(conn, peer, str(exc))
-                return
-            if not valid(self.token, server_nonce, answer):
-                self._refuse(conn, peer, "did not prove it holds the transfer's token")
-                return
-            if answer.get("skip"):
-                with self.lock:
-                    self.skipped += 1
-                self._count("served")
-                return
-            sent = 0
-            try:
-                send_line(conn, {"ok": True})
-                conn.settimeout(self.timeout)
-                stream = self.open_stream()
-                for chunk in iter(lambda: stream.read(CHUNK), b""):
-                    conn.sendall(chunk)
-                    sent += len(chunk)
-            except Exception as exc:  # pylint: disable=broad-except
-                with self.lock:
-                    self.failed.append((peer, "%s after %d bytes" % (exc, sent)))
-                    self.bytes += sent
-                return
-            self._count("served", sent)
-        finally:
-            try:
-                conn.close()
-            except socket.error:
-                pass
+            send_line(conn, {"v": VERSION, "nonce": server_nonce})
+            answer = read_line(conn, time.time() + HANDSHAKE_TIMEOUT)
+        except (ProtocolError, socket.error) as exc:
+            self._refuse(conn, peer, str(exc))
+            return
+        if not valid(self.token, server_nonce, answer):
+            self._refuse(conn, peer, "did not prove it holds the transfer's token")
+            return
+        if answer.get("skip"):
+            with self.lock:
+                self.skipped += 1
+            self._count("served")
+            conn.close()
+            return
+        try:
+            send_line(conn, {"ok": True})
+        except socket.error as exc:
+            with self.lock:
+                self.failed.append((peer, "%s before the stream" % exc))
+            conn.close()
+            return
+        with self.lock:
+            self.waiting.append((conn, peer))
+            if self.since is None:
+                self.since = time.time()
+
+    def _stream(self, batch):
+        """One image stream, every chunk to every receiver of the batch still reading."""
+        sent = dict((id(conn), 0) for conn, dummy in batch)  # two receivers may share an address
+        live = list(batch)
+        for conn, dummy in live:
+            conn.settimeout(self.STALL)
+        try:
+            with self.lock:
+                self.streams += 1
+            stream = self.open_stream()
+            for chunk in iter(lambda: stream.read(CHUNK), b""):
+                for conn, peer in list(live):
+                    try:
+                        conn.sendall(chunk)
+                        sent[id(conn)] += len(chunk)
+                    except Exception as exc:  # pylint: disable=broad-except
+                        self._drop(live, conn, peer, "%s after %d bytes" % (
+                            "stopped reading for %g s" % self.STALL if isinstance(exc, socket.timeout) else exc,
+                            sent[id(conn)]), sent[id(conn)])
+                if not live:
+                    return
+        except Exception as exc:  # pylint: disable=broad-except
+            # the image stream itself broke: every receiver of the batch is dropped
+            for conn, peer in list(live):
+                self._drop(live, conn, peer, "%s after %d bytes" % (exc, sent[id(conn)]), sent[id(conn)])
+            return
+        for conn, peer in live:
+            with self.lock:
+                self.busy -= 1
+            self._count("served", sent[id(conn)])
+            self._close(conn)
+
+    def _drop(self, live, conn, peer, why, nbytes):
+        live.remove((conn, peer))
+        with self.lock:
+            self.failed.append((peer, why))
+            self.bytes += nbytes
+            self.busy -= 1
+        self._close(conn)
+
+    @staticmethod
+    def _close(conn):
+        try:
+            conn.close()
+        except socket.error:
+            pass
 
     def _refuse(self, conn, peer, why):
         with self.lock:
@@ -205,3 +284,4 @@ class Sender(object):
                     break
         except socket.error:
             pass
+        self._close(conn)

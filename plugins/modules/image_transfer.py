@@ -14,9 +14,13 @@ short_description: Hand an image from one host to others over the fabric, withou
 version_added: 0.1.0
 description:
   - O(mode=send) (on the host that has the image, run with C(async)) listens on
-    O(address):O(port) and serves O(peers) receivers at once, each in its own thread - the saved
-    image (the Docker API's C(docker save) stream, from the engine's unix socket), then exits.
-    Nothing is written to disk or held in memory.
+    O(address):O(port) and serves O(peers) receivers, then exits. The receivers that have joined
+    share one stream of the saved image (the Docker API's C(docker save), from the engine's unix
+    socket) - every chunk goes to each of them, so the sender reads and saves the image once
+    whatever the number of receivers. A stream starts when every expected receiver has joined, or
+    10 s after the first joined; one that joins later gets a stream of its own. A receiver that
+    breaks off, or stops reading for 120 s, is dropped and the others go on. Nothing is written
+    to disk by this module or held in memory beyond one 1 MiB chunk.
   - Before any byte of the image is sent, a receiver proves it holds O(token) - an HMAC of a
     fresh challenge, so the token never crosses the wire. A client that says nothing (10 s),
     sends a malformed or oversized line, or a wrong proof is answered and dropped, and not
@@ -97,6 +101,11 @@ bytes:
   description: Bytes streamed (sent in total, or received).
   returned: always
   type: int
+streams:
+  description: Image streams the sender opened (one C(docker save) each); receivers that joined
+    together share one.
+  returned: when O(mode=send)
+  type: int
 seconds:
   description: Seconds the transfer took.
   returned: always
@@ -141,7 +150,7 @@ def image_ids(docker, images):
 
 
 def send(module, docker, p):
-    def open_stream():  # one `docker save` per receiver, chunk by chunk: nothing held in memory
+    def open_stream():  # one `docker save` per batch of receivers, chunk by chunk: nothing held in memory
         return docker.api.request("GET", "/images/get?" + urlencode([("names", i) for i in p["images"]]),
                                   timeout=p["timeout"])
     sender = Sender(p["address"], p["port"], p["token"], p["peers"], p["timeout"], open_stream)
@@ -152,7 +161,8 @@ def send(module, docker, p):
                              "set engine_image_transfer_port)" % (p["address"], p["port"], exc))
     started = time.time()
     all_served = sender.serve()
-    res = dict(bytes=sender.bytes, seconds=round(time.time() - started, 1), ids=image_ids(docker, p["images"]),
+    res = dict(bytes=sender.bytes, streams=sender.streams, seconds=round(time.time() - started, 1),
+               ids=image_ids(docker, p["images"]),
                skipped=sender.skipped == sender.served, refused=["%s: %s" % r for r in sender.refused],
                failed=["%s: %s" % f for f in sender.failed])
     if not all_served:

@@ -142,3 +142,96 @@ def test_too_few_receivers_within_the_time_is_reported(sender):
     assert receive(port) == PAYLOAD
     thread.join(20)
     assert result["all"] is False and s.served == 1
+
+
+class Opens(object):
+    """open_stream for a Sender, counting the streams opened (one `docker save` each)."""
+
+    def __init__(self, size=len(PAYLOAD)):
+        self.count, self.size = 0, size
+
+    def __call__(self):
+        self.count += 1
+        data = (PAYLOAD * (self.size // len(PAYLOAD) + 1))[:self.size]
+        return io.BytesIO(data)
+
+
+def serve(peers, opens, timeout=20):
+    s = _transfer.Sender("127.0.0.1", 0, TOKEN, peers, timeout, opens)
+    port = s.listen()
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("all", s.serve()))
+    t.daemon = True
+    t.start()
+    return s, port, t, result
+
+
+def together(port, n):
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(receive(port))) for dummy in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return got
+
+
+def test_receivers_that_join_together_share_one_stream(monkeypatch):
+    monkeypatch.setattr(_transfer, "HANDSHAKE_TIMEOUT", 1.0)
+    opens = Opens()
+    s, port, thread, result = serve(3, opens)
+    got = together(port, 3)
+    thread.join(20)
+    assert got == [PAYLOAD] * 3 and result["all"] is True
+    assert opens.count == 1 and s.streams == 1 and s.bytes == 3 * len(PAYLOAD) and s.failed == []
+
+
+def test_a_receiver_that_joins_after_the_stream_began_gets_one_of_its_own(monkeypatch):
+    monkeypatch.setattr(_transfer.Sender, "GATHER", 0.3)
+    opens = Opens()
+    s, port, thread, result = serve(2, opens)
+    first = receive(port)  # alone: its batch starts 0.3 s after it joined, and ends
+    assert first == PAYLOAD and s.served == 1 and result == {}
+    second = receive(port)
+    thread.join(20)
+    assert second == PAYLOAD and result["all"] is True and opens.count == 2 and s.streams == 2
+
+
+def test_a_receiver_that_breaks_off_or_stops_reading_is_dropped_and_the_others_get_it_all(monkeypatch):
+    monkeypatch.setattr(_transfer.Sender, "STALL", 0.5)
+    size = 48 << 20  # more than the loopback's socket buffers hold: the sender meets the stalled one
+    opens = Opens(size)
+    s, port, thread, result = serve(3, opens, timeout=3)  # it waits out the time for the two
+    hold = []
+
+    def breaks_off():
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        assert _transfer.client_handshake(conn, TOKEN, False)
+        conn.recv(1 << 16)
+        conn.close()
+
+    def stops_reading():
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        assert _transfer.client_handshake(conn, TOKEN, False)
+        hold.append(conn)  # open, never read
+
+    def reads_it_all():
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        assert _transfer.client_handshake(conn, TOKEN, False)
+        got.append(sum(len(part) for part in iter(lambda: conn.recv(1 << 20), b"")))
+        conn.close()
+
+    got = []
+    threads = [threading.Thread(target=breaks_off), threading.Thread(target=stops_reading),
+               threading.Thread(target=reads_it_all)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    thread.join(15)
+    for conn in hold:
+        conn.close()
+    assert got == [size] and opens.count == 1 and s.served == 1 and result["all"] is False
+    why = sorted(w.split(" after ")[0] for dummy, w in s.failed)
+    assert len(why) == 2 and why[1] == "stopped reading for 0.5 s", why
+    assert all(w.endswith(" bytes") for dummy, w in s.failed), s.failed
