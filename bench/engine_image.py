@@ -152,7 +152,6 @@ def probing(args, hosts, inventory):
     print("(runtime probe of the lab images ends at: %s)" % (err[-1][:100] if err else "no error"))
 
 
-
 def distribute(args, hosts, inventory):
     head, receivers = hosts[0], len(hosts) - 1
     cases = [("pull everywhere (engine_image_distribute=registry)", ROOT, "registry"),

@@ -21,18 +21,23 @@ TOKEN = "one-time-transfer-token-0123456789abcdef"
 PAYLOAD = os.urandom(3 * (1 << 20) + 17)
 
 
+def serve(peers, opens, timeout=20):
+    """A Sender on a free loopback port, serving in a thread: (sender, port, thread, result)."""
+    s = _transfer.Sender("127.0.0.1", 0, TOKEN, peers, timeout, opens)
+    port = s.listen()
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("all", s.serve()))
+    t.daemon = True
+    t.start()
+    return s, port, t, result
+
+
 @pytest.fixture
 def sender(monkeypatch):
     monkeypatch.setattr(_transfer, "HANDSHAKE_TIMEOUT", 1.0)
 
     def start(peers, timeout=20):
-        s = _transfer.Sender("127.0.0.1", 0, TOKEN, peers, timeout, lambda: io.BytesIO(PAYLOAD))
-        port = s.listen()
-        result = {}
-        t = threading.Thread(target=lambda: result.setdefault("all", s.serve()))
-        t.daemon = True
-        t.start()
-        return s, port, t, result
+        return serve(peers, lambda: io.BytesIO(PAYLOAD), timeout)
     return start
 
 
@@ -154,16 +159,6 @@ class Opens(object):
         self.count += 1
         data = (PAYLOAD * (self.size // len(PAYLOAD) + 1))[:self.size]
         return io.BytesIO(data)
-
-
-def serve(peers, opens, timeout=20):
-    s = _transfer.Sender("127.0.0.1", 0, TOKEN, peers, timeout, opens)
-    port = s.listen()
-    result = {}
-    t = threading.Thread(target=lambda: result.setdefault("all", s.serve()))
-    t.daemon = True
-    t.start()
-    return s, port, t, result
 
 
 def together(port, n):
