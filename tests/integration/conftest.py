@@ -16,6 +16,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 LAB = [sys.executable, os.path.join(ROOT, "lab", "sparklab.py")]
 INVENTORIES = os.path.join(ROOT, "tests", "integration", "inventories")
+# The deploy's reports (latest.json, latest.lock.json) of this lane: the two lanes share one HOME,
+# and one lane's deploy replacing the other's latest.json made status.yml show the other lab's
+# last deploy. A command given SPARKOPS_REPORT_DIR of its own (env=) still gets that.
+REPORTS = os.environ.get("SPARKOPS_REPORT_DIR") or os.path.join(
+    os.path.expanduser("~"), ".sparkops", "reports-" + os.environ.get("PYTEST_XDIST_WORKER", "main"))
 
 
 def run(argv, timeout=900, env=None, cwd=ROOT):
@@ -31,7 +36,7 @@ def _run(argv, timeout, env, cwd):
     full_env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", NO_COLOR="1",
                     PY_COLORS="0",
                     ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
-                    PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+                    PATH=BIN + os.pathsep + os.environ.get("PATH", ""), SPARKOPS_REPORT_DIR=REPORTS)
     full_env.update(env or {})
     res = subprocess.run(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)

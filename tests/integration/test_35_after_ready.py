@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import LAB, old_model_only, playbook, run, ssh
+from conftest import LAB, REPORTS, old_model_only, playbook, run, ssh
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 HOSTS = (SPARK1, SPARK2)
@@ -17,7 +17,7 @@ OLD = {"old-vllm", "embeddings-embed-1"}
 OURS = {"sparkops-ray-head", "sparkops-ray-worker", "sparkops-model-server"}
 RECORD = "/var/lib/sparkops/gpu_memory_stopped.json"
 BOTH = "from 2 Ray actors on 192.168.77.11, 192.168.77.12"
-REPORT = os.path.expanduser("~/.sparkops/reports/latest.json")
+REPORT = os.path.join(REPORTS, "latest.json")
 
 
 def flat(text):
@@ -146,7 +146,7 @@ def test_drift_names_the_host_and_the_key_that_moved_and_a_re_deploy_puts_it_bac
 
 
 REG = "10.77.0.5:5000/sparkops/"
-LOCK = os.path.expanduser("~/.sparkops/reports/latest.lock.json")
+LOCK = os.path.join(REPORTS, "latest.lock.json")
 
 
 @pytest.mark.fault(
