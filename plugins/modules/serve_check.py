@@ -58,9 +58,11 @@ options:
     default: ""
     version_added: 0.3.0
   port:
-    description: The engine's HTTP port.
+    description:
+      - The engine's HTTP port.
+      - Unset - the C(--port) the running container was started with, else V(8000) (the deploy's
+        rollback waits so for the engine that served before, whatever port this run asked for).
     type: int
-    default: 8000
   served_model_name:
     description: The name C(/v1/models) must list.
     type: str
@@ -311,6 +313,17 @@ def started_with(doc, flag):
     return None
 
 
+def engine_base(p, doc):
+    """Where the checks reach the engine: O(address) and O(port), else what its container was
+    started with (--host, --port), else 127.0.0.1:8000; p's address and port are set to it."""
+    if not p["address"]:
+        p["address"] = started_with(doc, "--host") or "127.0.0.1"
+    if not p["port"]:
+        port = started_with(doc, "--port")
+        p["port"] = int(port) if port and port.isdigit() else 8000
+    return "http://%s:%d" % (connect_address(p["address"]), p["port"])
+
+
 def exit_code(docker, name, state, wait=5.0):
     """The engine's exit code. Once Docker has restarted it (a restart policy) the running
     container shows none: watch it a few seconds for its next exit - an engine that cannot start
@@ -406,7 +419,7 @@ def main():
             container=dict(type="str", required=True),
             address=dict(type="str"),
             api_key_file=dict(type="path", default=""),
-            port=dict(type="int", default=8000),
+            port=dict(type="int"),
             served_model_name=dict(type="str"),
             timeout=dict(type="int", default=1800),
             prompt=dict(type="str", default="The capital of France is"),
@@ -422,12 +435,12 @@ def main():
     p = module.params
     load_api_key(module, p["api_key_file"])
     docker = Docker(module, p["docker_cli"])
-    doc = None if p["phase"] == "ready" else docker.container(p["container"])
+    # the container's document: what status and precheck look at, and where an engine listens
+    # that the caller does not know (status.yml; the rollback's engine from before this run)
+    doc = None if p["phase"] == "ready" and p["address"] and p["port"] else docker.container(p["container"])
     if doc is not None:
         doc.setdefault("State", {})
-    if not p["address"]:  # status.yml: where the running engine listens
-        p["address"] = started_with(doc, "--host") or "127.0.0.1"
-    base = "http://%s:%d" % (connect_address(p["address"]), p["port"])
+    base = engine_base(p, doc)
     if p["phase"] == "ready":
         phase_ready(module, docker, base)
     if p["phase"] == "status":

@@ -230,24 +230,33 @@ def serves(name="qwen3.5-lab", timeout=90):
     fault="a re-deploy of a serving cluster whose new engine fails",
     inject="a changed engine (and Ray) whose served name does not match",
     message="'the engine serves other-name, not qwen3.5-lab'; 'Rolled back: the engine and Ray containers "
-            "that served before this run were started again'",
-    left="the very containers that served before, serving; no *-previous left; Ray 2 nodes")
+            "that served before this run were started again ... It serves again: http://10.77.0.11:8000/v1 lists "
+            "qwen3.5-lab (N s after its start)'",
+    left="the very containers that served before, serving (waited for, the report's rolled_back_serves true); "
+         "no *-previous left; Ray 2 nodes")
 @pytest.mark.parametrize("change", [
     {},  # only the engine changes: the kept engine comes back on the same Ray cluster
     {"ray_cluster_env": {"SPARKOPS_TEST_GENERATION": "2"}},  # Ray changes too: head, workers, engine back
 ], ids=["engine", "ray-and-engine"])
-def test_a_failed_re_deploy_brings_back_what_served(lab, change):
+def test_a_failed_re_deploy_brings_back_what_served(lab, change, tmp_path):
     """A serving cluster, re-deployed with settings whose new engine fails its readiness check:
-    the engine (and Ray) that served were kept stopped, not removed, and serve again."""
+    the engine (and Ray) that served were kept stopped, not removed, and serve again - the run
+    waits for that before it ends, and says so."""
     res = playbook("deploy.yml", "-i", "inventories/lab")
     assert res.returncode == 0, res.out[-3000:]
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
     bad = dict(change, model_server_extra_args=["--served-model-name", "other-name"])
-    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad))
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad),
+                   env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
     assert res.returncode != 0
     out = flat(res.out)
     assert "the engine serves other-name, not qwen3.5-lab" in out
     assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
+    assert re.search(r"It serves again: http://10\.77\.0\.11:8000/v1 lists qwen3\.5-lab \([\d.]+ s after its "
+                     r"start\)", out), out[-3000:]
+    with open(str(tmp_path / "latest.json")) as f:
+        report = json.load(f)
+    assert report["outcome"] == "failed" and report["rolled_back"] is True and report["rolled_back_serves"] is True
     # the very containers that served, not new ones; nothing kept is left over
     again = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
     assert again == started

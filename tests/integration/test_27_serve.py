@@ -209,8 +209,9 @@ def test_readiness_timeout_shows_the_engine_log(served):
 @pytest.mark.fault(
     fault='the new engine exits during start',
     inject="an engine that prints 'CUDA out of memory (pretend)' and exits 7",
-    message="'the engine exited during start (container sparkops-model-server, exit code 7) on spark1' with its log",
-    left='the engine that served before, serving again')
+    message="'the engine exited during start (container sparkops-model-server, exit code 7) on spark1' with its log; "
+            "'It serves again: ... lists qwen3.5-lab'",
+    left='the engine that served before, serving again (the run waited until it answered)')
 def test_engine_that_exits_is_named_with_its_log(served):
     res = deploy("-e", json.dumps({
         "model_server_executable": ["python3", "-c", "import sys; print('CUDA out of memory (pretend)'); sys.exit(7)"]}))
@@ -218,6 +219,8 @@ def test_engine_that_exits_is_named_with_its_log(served):
     out = flat(res.out)
     assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
     assert "CUDA out of memory (pretend)" in out
+    assert re.search(r"It serves again: http://10\.77\.0\.11:8000/v1 lists qwen3\.5-lab \([\d.]+ s after its "
+                     r"start\)", out), out[-3000:]
     assert still_serves()
 
 

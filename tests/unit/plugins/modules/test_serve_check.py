@@ -128,6 +128,13 @@ def test_where_a_check_reaches_the_engine():
     assert serve_check.started_with(None, "--host") is None
     assert [serve_check.connect_address(a) for a in ("0.0.0.0", "::", "10.77.0.11", "fd00::5", None)] == [
         "127.0.0.1", "[::1]", "10.77.0.11", "[fd00::5]", "127.0.0.1"]
+    # what the caller does not give comes from the container (the rollback's engine from before
+    # this run may listen elsewhere than this run asks); given, it wins; neither: 127.0.0.1:8000
+    assert serve_check.engine_base({"address": None, "port": None}, doc) == "http://10.77.0.11:8001"
+    assert serve_check.engine_base({"address": "0.0.0.0", "port": 8000}, doc) == "http://127.0.0.1:8000"
+    assert serve_check.engine_base({"address": None, "port": None}, None) == "http://127.0.0.1:8000"
+    assert serve_check.engine_base({"address": None, "port": None},
+                                   {"Config": {"Cmd": ["--port", "$PORT"]}}) == "http://127.0.0.1:8000"
 
 
 class Failed(Exception):
