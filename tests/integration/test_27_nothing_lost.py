@@ -268,6 +268,35 @@ def test_a_failed_re_deploy_brings_back_what_served(lab, change, tmp_path):
     assert "2 node(s) alive" in flat(ray.out), ray.out[-2000:]
 
 
+@pytest.mark.fault(
+    fault="the engine that served before, started again by a rollback, does not serve in time",
+    inject="a re-deploy whose new engine serves another name, with model_server_restore_timeout 0",
+    message="'Rolled back: ... started again ... But it does not serve again: the engine did not serve within "
+            "0 s on spark1 ... playbooks/status.yml shows what runs now'",
+    left="the engine that served before, running (and serving once it has started); the report's "
+         "rolled_back_serves false")
+def test_a_rollback_whose_engine_does_not_serve_again_in_time_says_so(lab, tmp_path):
+    """The run does not say the engine serves again unless it answered: with no time to wait
+    (a 120 GB model still loading, here a timeout of 0), it says it does not, with why, and the
+    report too; the kept engine is left running, and serves once it has started."""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
+    bad = {"model_server_extra_args": ["--served-model-name", "other-name"], "model_server_restore_timeout": 0}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad),
+                   env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
+    assert "But it does not serve again: the engine did not serve within 0 s on spark1" in out, out[-3000:]
+    assert "playbooks/status.yml shows what runs now" in out and "It serves again" not in out
+    with open(str(tmp_path / "latest.json")) as f:
+        report = json.load(f)
+    assert report["rolled_back"] is True and report["rolled_back_serves"] is False
+    assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
+    assert serves() is True
+
+
 def test_a_good_re_deploy_drops_what_it_kept(lab):
     res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps({"model_server_max_model_len": "2048"}))
     assert res.returncode == 0, res.out[-3000:]
