@@ -21,6 +21,9 @@ there, and exit when rank 0 goes away. Only rank 0 serves. Then it serves:
     POST /v1/completions         a short, deterministic completion naming the actors' nodes
     POST /v1/chat/completions    the same as a chat message
 
+SPARKOPS_LAB_LOAD_SECONDS=<s> (vLLM): after the actors are placed it waits that long before
+/health answers 200, as a real engine loads its weights (nothing is loaded).
+
 With an API key (vLLM: --api-key or VLLM_API_KEY; SGLang: --api-key or its --config YAML),
 every /v1 path needs `Authorization: Bearer <key>`, else 401 {"error": "Unauthorized"}, as
 vLLM's AuthenticationMiddleware answers; /health stays open.
@@ -363,6 +366,18 @@ def main_sglang(args):
     return 0
 
 
+def load_weights():
+    """A real engine loads its weights after its ranks are placed: minutes for a 120 GB model.
+    The stand-in loads nothing; SPARKOPS_LAB_LOAD_SECONDS=<s> in its environment makes it wait
+    that long before /health answers 200, so the lab can show an engine that is up, not serving."""
+    seconds = float(os.environ.get("SPARKOPS_LAB_LOAD_SECONDS") or 0)
+    if seconds > 0:
+        STATE["error"] = "loading weights (LAB STAND-IN: SPARKOPS_LAB_LOAD_SECONDS=%g, nothing is loaded)" % seconds
+        print("stand-in: %s" % STATE["error"], flush=True)
+        time.sleep(seconds)
+        STATE["error"] = None
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     sglang = "--model-path" in argv
@@ -391,6 +406,7 @@ def main(argv=None):
         return 1
     for n in STATE["nodes"]:
         print("stand-in: actor on %s, GPU ids %s" % (n["ip"], n["gpus"]), flush=True)
+    load_weights()
     STATE["ready"] = True
     print("stand-in: ready: serving %s" % server.model_name, flush=True)
     import ray  # pylint: disable=import-outside-toplevel

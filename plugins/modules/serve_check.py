@@ -67,7 +67,7 @@ options:
     description: The name C(/v1/models) must list.
     type: str
   timeout:
-    description: Seconds to wait for the engine to serve.
+    description: Seconds to wait for the engine to serve, V(0) or more (V(0) looks once).
     type: int
     default: 1800
   prompt:
@@ -433,6 +433,9 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["timeout"] < 0:
+        module.fail_json(msg="timeout is %d: it is the seconds to wait for the engine to serve, 0 or more "
+                             "(0 looks once)" % p["timeout"])
     load_api_key(module, p["api_key_file"])
     docker = Docker(module, p["docker_cli"])
     # the container's document: what status and precheck look at, and where an engine listens

@@ -270,16 +270,19 @@ def test_a_failed_re_deploy_brings_back_what_served(lab, change, tmp_path):
 
 @pytest.mark.fault(
     fault="the engine that served before, started again by a rollback, does not serve in time",
-    inject="a re-deploy whose new engine serves another name, with model_server_restore_timeout 0",
+    inject="an engine that takes 20 s to load (the lab stand-in's SPARKOPS_LAB_LOAD_SECONDS), then a re-deploy "
+           "whose new engine serves another name, with model_server_restore_timeout 0",
     message="'Rolled back: ... started again ... But it does not serve again: the engine did not serve within "
             "0 s on spark1 ... playbooks/status.yml shows what runs now'",
     left="the engine that served before, running (and serving once it has started); the report's "
          "rolled_back_serves false")
 def test_a_rollback_whose_engine_does_not_serve_again_in_time_says_so(lab, tmp_path):
     """The run does not say the engine serves again unless it answered: with no time to wait
-    (a 120 GB model still loading, here a timeout of 0), it says it does not, with why, and the
-    report too; the kept engine is left running, and serves once it has started."""
-    res = playbook("deploy.yml", "-i", "inventories/lab")
+    (a 120 GB model still loading: here the stand-in waits 20 s before it serves, and the rollback
+    waits 0 s), it says it does not, with why, and the report too; the kept engine is left running,
+    and serves once it has loaded."""
+    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "20"}}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(slow))
     assert res.returncode == 0, res.out[-3000:]
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
     bad = {"model_server_extra_args": ["--served-model-name", "other-name"], "model_server_restore_timeout": 0}

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from ansible_collections.sparkops.inference.tests.unit.compat import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import serve_check
 
 
@@ -218,3 +219,15 @@ def test_status_names_why_there_are_no_figures(metrics_server):
     MetricsHandler.bodies[:] = ["process_cpu_seconds_total 3\n"]
     load = serve_check.look_at_metrics(metrics_server, 0)
     assert load["error"] == "GET /metrics answered without vLLM's or SGLang's series"
+
+
+def test_a_negative_timeout_is_refused_before_anything_is_asked(capsys, tmp_path):
+    # docker_cli is a path that does not exist: the module must stop before it runs it
+    with patch_module_args({"container": "sparkops-model-server", "timeout": -5,
+                            "docker_cli": str(tmp_path / "no-docker")}):
+        with pytest.raises(SystemExit):
+            serve_check.main()
+    out = json.loads(capsys.readouterr().out)
+    assert out["failed"] is True
+    assert out["msg"] == ("timeout is -5: it is the seconds to wait for the engine to serve, 0 or more "
+                          "(0 looks once)")
