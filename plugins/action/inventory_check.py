@@ -11,6 +11,7 @@ from ansible_collections.sparkops.inference.plugins.plugin_utils._controller imp
 import os
 
 from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
+    bad_waits,
     check_inventory,
     outside_cluster,
     format_problems,
@@ -32,6 +33,7 @@ class ActionModule(ControllerAction):
         secret_places=dict(type="dict", default={}),
         secret_sources=dict(type="list", elements="dict", default=[]),
         play_hosts=dict(type="list", elements="str"),
+        waits=dict(type="dict", default={}),
     )
 
     def act(self, args, task_vars):
@@ -54,7 +56,7 @@ class ActionModule(ControllerAction):
         if args["play_hosts"] is not None:
             problems += outside_cluster(args["play_hosts"], [plan["head"]] + plan["workers"], args["head_group"],
                                         args["worker_group"])
-        problems = problems + leaks(args["secret_places"])
+        problems = problems + leaks(args["secret_places"]) + bad_waits(args["waits"])
         for src in args["secret_sources"]:
             path = os.path.expanduser(str(src.get("file") or ""))
             problems += sources(src["name"], bool(src.get("set")), path, bool(path) and os.access(path, os.R_OK)

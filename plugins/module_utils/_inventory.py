@@ -13,8 +13,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+import re
 
 _STRING_TYPES = (str,)
+# a number given as text (-e KEY=VALUE): shown as it was typed
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
 def _ip(value):
@@ -147,6 +150,30 @@ def check_inventory(groups, hostvars, head_group="llm_head", worker_group="llm_w
     plan = {"head": head, "workers": [w for w in workers if w != head], "hosts": plan_hosts,
             "size": len(hosts)}
     return problems, plan
+
+
+def bad_waits(waits):
+    """Each wait (seconds, by its variable's name) that is not a whole number 0 or more: one
+    problem each. None is unset (the role's default applies). A negative wait ended in a message
+    such as "did not serve within -5 s" only when that wait came - after the stop, or in the
+    rollback."""
+    problems = []
+    for name in sorted(waits):
+        value = waits[name]
+        if value is None:
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        try:
+            ok = not isinstance(value, (bool, float)) and int(str(value).strip()) >= 0
+        except ValueError:
+            ok = False
+        if not ok:
+            found = waits[name]
+            shown = found if isinstance(found, _STRING_TYPES) and _NUMBER.match(found.strip()) else repr(found)
+            problems.append("%s is %s: expected whole seconds, 0 or more (0 looks once and does not wait) - "
+                            "set it to how long to wait, or drop it for its default" % (name, shown))
+    return problems
 
 
 def format_problems(problems):

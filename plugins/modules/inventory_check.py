@@ -16,7 +16,8 @@ description:
   - Runs on the controller only (an action plugin) and touches no host.
   - Checks that exactly one head is named, that workers do not include the head, that every
     cluster host has a usable fabric address or subnet (valid, unique, inside its subnet), that
-    a model path is given and that the candidate image list is not empty.
+    a model path is given and that the candidate image list is not empty, and that every wait
+    is whole seconds, 0 or more.
   - Reports every problem at once, each saying what was expected, what was found and what to
     do, and fails when there is any. Without problems, returns the cluster plan.
 author:
@@ -77,6 +78,14 @@ options:
     elements: dict
     default: []
     version_added: 0.3.0
+  waits:
+    description:
+      - The deploy's waits in seconds, by the variable's name (C(model_server_ready_timeout) ...);
+        each one that is not a whole number, 0 or more, is a problem. A value of V(null) is unset
+        (the role's default applies).
+    type: dict
+    default: {}
+    version_added: 0.4.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
   - sparkops.inference.attributes.read_only

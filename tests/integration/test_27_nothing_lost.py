@@ -177,6 +177,32 @@ def test_a_watchdog_setting_its_agents_would_refuse_stops_the_deploy_in_prefligh
 
 
 @pytest.mark.fault(
+    fault="a wait that is not whole seconds, 0 or more (a negative timeout)",
+    inject="-e model_server_restore_timeout=-5 -e ray_cluster_ready_timeout=soon on a serving cluster",
+    message="'inventory check found 2 problems: ... model_server_restore_timeout is -5: expected whole seconds, "
+            "0 or more ... ray_cluster_ready_timeout is 'soon' ...'",
+    left="exactly the containers that ran before on both hosts (the engine serving)")
+def test_a_wait_that_is_not_whole_seconds_is_refused_in_preflight(lab):
+    """A negative wait was taken as given: it ended in 'did not serve within -5 s' only when that
+    wait came (the rollback's, after the new engine had failed). Preflight names every one."""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    before = [running(ip) for ip in HOSTS]
+    assert "sparkops-model-server" in before[0]
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", "model_server_restore_timeout=-5",
+                   "-e", "ray_cluster_ready_timeout=soon")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "inventory check found 2 problems" in out, out[-2000:]
+    assert ("model_server_restore_timeout is -5: expected whole seconds, 0 or more (0 looks once and does not "
+            "wait) - set it to how long to wait, or drop it for its default") in out
+    assert "ray_cluster_ready_timeout is 'soon': expected whole seconds" in out
+    assert "TASK [sparkops.inference.engine_image" not in res.out  # nothing after preflight ran
+    assert [running(ip) for ip in HOSTS] == before
+    assert still_serves()
+
+
+@pytest.mark.fault(
     fault="a second operator deploys (or tears down) while a deploy runs",
     inject="deploy.yml and teardown.yml started while another deploy holds the lock",
     message="'another deploy holds this cluster: ... Deploy - from ...'; status.yml 'Lock: held by ...'",

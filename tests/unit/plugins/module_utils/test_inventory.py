@@ -6,6 +6,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.sparkops.inference.plugins.module_utils._inventory import (
+    bad_waits,
     check_inventory,
     outside_cluster,
     format_problems,
@@ -116,3 +117,22 @@ def test_a_play_host_outside_the_head_and_worker_groups_is_named():
                         "put it into one of those groups"]
     assert "which are" in outside_cluster(["a", "b", "c"], ["a"], "h", "w")[0]
     assert outside_cluster(["spark1"], ["spark1", "spark2"], "h", "w") == []  # --limit: fewer is fine
+
+
+def test_a_wait_that_is_not_whole_seconds_0_or_more_is_named():
+    problems = bad_waits({"model_server_restore_timeout": -5, "model_server_ready_timeout": "30",
+                          "ray_cluster_ready_timeout": 0, "fabric_peer_timeout": 2.5,
+                          "gpu_memory_wait_timeout": "soon", "engine_image_pull_timeout": None,
+                          "gpu_memory_stop_timeout": 30.0, "fabric_preflight_timeout": True,
+                          "engine_image_gpu_check_timeout": "-1"})
+    assert problems == [
+        "engine_image_gpu_check_timeout is -1: expected whole seconds, 0 or more (0 looks once and does not wait) - "
+        "set it to how long to wait, or drop it for its default",
+        "fabric_peer_timeout is 2.5: expected whole seconds, 0 or more (0 looks once and does not wait) - "
+        "set it to how long to wait, or drop it for its default",
+        "fabric_preflight_timeout is True: expected whole seconds, 0 or more (0 looks once and does not wait) - "
+        "set it to how long to wait, or drop it for its default",
+        "gpu_memory_wait_timeout is 'soon': expected whole seconds, 0 or more (0 looks once and does not wait) - "
+        "set it to how long to wait, or drop it for its default",
+        "model_server_restore_timeout is -5: expected whole seconds, 0 or more (0 looks once and does not wait) - "
+        "set it to how long to wait, or drop it for its default"]
