@@ -47,3 +47,40 @@ def atomic_write(path, data, mode=0o600, owner=None, dir_mode=0o700):
             os.close(fd)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+# A file's state kept before a change, for a rollback to put back (host_files' keep_dir): its
+# content and mode in KEEP/<name>, or an empty KEEP/<name>.absent when it did not exist.
+ABSENT_MARK = ".absent"
+
+
+def keep_state(keep_dir, path):
+    """Keep path's state as it is now in keep_dir (root-only, made when missing). Raises OSError."""
+    name = os.path.basename(path)
+    copy, mark = os.path.join(keep_dir, name), os.path.join(keep_dir, name + ABSENT_MARK)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        mode = os.stat(path).st_mode & 0o7777
+    except (IOError, OSError):
+        atomic_write(mark, b"", mode=0o600, owner=(0, 0) if os.geteuid() == 0 else None)
+        if os.path.lexists(copy):
+            os.unlink(copy)
+        return
+    atomic_write(copy, data, mode=mode, owner=(0, 0) if os.geteuid() == 0 else None)
+    if os.path.lexists(mark):
+        os.unlink(mark)
+
+
+def kept_state(keep_dir, path):
+    """What keep_dir holds for path: None (nothing kept), (False, None, None) (it did not exist),
+    or (True, its content as bytes, its mode)."""
+    name = os.path.basename(path)
+    copy, mark = os.path.join(keep_dir, name), os.path.join(keep_dir, name + ABSENT_MARK)
+    if os.path.lexists(mark):
+        return False, None, None
+    try:
+        with open(copy, "rb") as f:
+            return True, f.read(), os.stat(copy).st_mode & 0o7777
+    except (IOError, OSError):
+        return None

@@ -77,6 +77,27 @@ options:
     elements: path
     default: []
     version_added: 0.3.0
+  keep_dir:
+    description:
+      - Where the state of each file of O(files) is kept just before this call changes it (its
+        content and mode, or that it did not exist), for a rollback to put back - the engine that
+        served before a failed deploy is started again with the secrets it was started with.
+      - Files are kept by their base name. The directory is root's alone (0700); it holds one
+        call's states - what an earlier call kept there is dropped first (see O(kept)).
+    type: path
+    version_added: 0.4.0
+  kept:
+    description:
+      - What to do with O(keep_dir).
+      - V(replace) - drop what is kept there, then keep the state of each file this call changes.
+      - V(restore) - put back each file of O(files) that has a kept state (its content and mode, or
+        removed when it did not exist), then drop O(keep_dir); O(files[].content) and
+        O(files[].state) are not used.
+      - V(drop) - drop O(keep_dir); the files are then written as given, nothing kept.
+    type: str
+    choices: [replace, restore, drop]
+    default: replace
+    version_added: 0.4.0
 """
 
 EXAMPLES = r"""
@@ -97,12 +118,18 @@ changed_paths:
   returned: always
   type: list
   elements: str
+kept_dropped:
+  description: Whether O(keep_dir) held kept states that were (or would be) dropped.
+  returned: always
+  type: bool
+  version_added: 0.4.0
 """
 
 import os
+import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write, keep_state, kept_state
 
 SECRET = "(secret content, not shown)\n"
 
@@ -141,6 +168,61 @@ def private_directory(module, path, changed, diffs):
         module.fail_json(msg="cannot make %s a directory only root reads: %s" % (path, exc), changed_paths=changed)
 
 
+def keep(module, spec, changed):
+    """Keep the file's state in keep_dir before this call changes it (kept: replace)."""
+    p = module.params
+    if module.check_mode or not p["keep_dir"] or p["kept"] != "replace":
+        return
+    try:
+        keep_state(p["keep_dir"], spec["path"])
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot keep the state of %s in %s before it changes: %s - nothing of it was changed"
+                             % (spec["path"], p["keep_dir"], exc), changed_paths=changed)
+
+
+def restore(module, changed, diffs):
+    """kept: restore - each file of `files` back to its kept state, then keep_dir dropped."""
+    p = module.params
+    for spec in p["files"]:
+        state = kept_state(p["keep_dir"], spec["path"])
+        if state is None:
+            continue
+        exists, data, mode = state
+        content, cur_mode = file_state(spec["path"])[:2]
+        if exists and content == data.decode("utf-8", "replace") and cur_mode == mode:
+            continue
+        if not exists and content is None:
+            continue
+        changed.append(spec["path"])
+        shown = SECRET if spec["secret"] else None
+        diffs.append({"before_header": spec["path"], "after_header": spec["path"],
+                      "before": "(absent)\n" if content is None else shown or content,
+                      "after": (shown or data.decode("utf-8", "replace")) if exists else "(absent)\n"})
+        if module.check_mode:
+            continue
+        try:
+            if exists:
+                atomic_write(spec["path"], data, mode=mode, owner=(0, 0) if spec["owner_root"] else None)
+            else:
+                os.unlink(spec["path"])
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="cannot put back the kept state of %s: %s" % (spec["path"], exc),
+                             changed_paths=changed)
+
+
+def drop_kept(module):
+    """Drop keep_dir (whatever it holds); True when it was there."""
+    path = module.params["keep_dir"]
+    if not path or not os.path.lexists(path):
+        return False
+    if not module.check_mode:
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            module.fail_json(msg="cannot drop the kept states in %s: %s" % (path, exc))
+    return True
+
+
 def remove_file(module, spec, changed, diffs):
     """Remove the file of a spec with state absent, when it is there."""
     if not os.path.lexists(spec["path"]):
@@ -148,6 +230,7 @@ def remove_file(module, spec, changed, diffs):
     changed.append(spec["path"])
     diffs.append({"before_header": spec["path"], "after_header": spec["path"],
                   "before": SECRET if spec["secret"] else file_state(spec["path"])[0] or "", "after": "(absent)\n"})
+    keep(module, spec, changed)
     if not module.check_mode:
         try:
             os.unlink(spec["path"])
@@ -168,6 +251,8 @@ def main():
             )),
             directories=dict(type="list", elements="path", default=[]),
             private_directories=dict(type="list", elements="path", default=[]),
+            keep_dir=dict(type="path"),
+            kept=dict(type="str", choices=["replace", "restore", "drop"], default="replace"),
         ),
         supports_check_mode=True,
     )
@@ -176,6 +261,12 @@ def main():
         if spec["secret"] and spec["content"]:
             module.no_log_values.add(spec["content"])
     changed, diffs = [], []
+    if module.params["kept"] == "restore":
+        if module.params["keep_dir"]:
+            restore(module, changed, diffs)
+        dropped = drop_kept(module)
+        module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped, diff=diffs)
+    dropped = drop_kept(module)
     for directory in module.params["private_directories"]:
         private_directory(module, directory, changed, diffs)
     for directory in module.params["directories"]:
@@ -213,12 +304,13 @@ def main():
             before, after = before + "(mode %04o)\n" % cur_mode, after + "(mode %04o)\n" % mode
         diffs.append({"before_header": spec["path"], "after_header": spec["path"], "before": before,
                       "after": after})
+        keep(module, spec, changed)
         if not module.check_mode:
             try:
                 atomic_write(spec["path"], spec["content"], mode=mode, owner=owner)
             except (IOError, OSError) as exc:
                 module.fail_json(msg="cannot write %s: %s" % (spec["path"], exc), changed_paths=changed)
-    module.exit_json(changed=bool(changed), changed_paths=changed, diff=diffs)
+    module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped, diff=diffs)
 
 
 if __name__ == "__main__":

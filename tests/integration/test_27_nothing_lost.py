@@ -326,6 +326,52 @@ def test_a_rollback_whose_engine_does_not_serve_again_in_time_says_so(lab, tmp_p
     assert serves() is True
 
 
+def models_code(key):
+    """The HTTP status /v1/models answers on spark1 with this key (none: no Authorization)."""
+    auth = ("-H 'Authorization: Bearer %s'" % key) if key else ""
+    return ssh(HOSTS[0], "curl -s -m 5 -o /dev/null -w '%%{http_code}' %s http://10.77.0.11:8000/v1/models"
+               % auth).out.strip()
+
+
+@pytest.mark.fault(
+    fault="a failed re-deploy that rotated or removed the engine's API key",
+    inject="an engine serving with key-one (loading 5 s: the stand-in's SPARKOPS_LAB_LOAD_SECONDS); a re-deploy "
+           "with key-two whose engine does not serve in time (model_server_ready_timeout 0: the same spec, only "
+           "the key differs), then one with no key whose engine serves another name",
+    message="'Rolled back: ... It serves again ... The engine's secret files were put back as they were before "
+            "this run on spark1, spark2 (the API key and token this run set are not in effect).'",
+    left="the engine that served before, serving with key-one: key-one answered 200, key-two and no key 401; "
+         "no kept secrets left on the head")
+def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab):
+    """The engine reads its key from the host's file at start. A failed run had already written
+    its own key there: the engine started again by the rollback took the new key (a rotation) or
+    served with none (a removed key: open to anyone). The files are kept until the new engine
+    serves, and put back first."""
+    # every engine start takes 5 s here (the stand-in's simulated load): a look after 0 s always fails
+    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "5"}}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e",
+                   json.dumps(dict(slow, sparkops_engine_api_key="key-one")))
+    assert res.returncode == 0, res.out[-3000:]
+    assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401")
+    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
+    # the files are on every host (SGLang's ranks read them there too)
+    put_back = ("The engine's secret files were put back as they were before this run on spark1, spark2 (the API "
+                "key and token this run set are not in effect).")
+    for bad in ({"sparkops_engine_api_key": "key-two", "model_server_ready_timeout": 0},
+                {"model_server_extra_args": ["--served-model-name", "other-name"]}):
+        res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(slow, **bad)))
+        assert res.returncode != 0
+        out = flat(res.out)
+        assert "Rolled back: the engine and Ray containers that served before this run were started again" in out, \
+            out[-3000:]
+        assert "It serves again: http://10.77.0.11:8000/v1 lists qwen3.5-lab" in out, out[-3000:]
+        assert put_back in out, out[-3000:]
+        assert "key-one" not in res.out and "key-two" not in res.out
+        assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401"), bad
+        assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
+        assert ssh(HOSTS[0], "test -e /etc/sparkops/secrets.previous && echo left || echo gone").out.strip() == "gone"
+
+
 def test_a_good_re_deploy_drops_what_it_kept(lab):
     res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps({"model_server_max_model_len": "2048"}))
     assert res.returncode == 0, res.out[-3000:]

@@ -362,6 +362,9 @@ def test_engine_secrets_reach_the_engine_only_from_root_only_files(served, tmp_p
     assert modes == ["700 root /etc/sparkops/secrets", "600 root /etc/sparkops/secrets/engine-api-key",
                      "600 root /etc/sparkops/secrets/hf-token", "600 root /etc/sparkops/fabric.env"], modes
     assert oct((reports / "latest.json").stat().st_mode & 0o777) == "0o600"
+    # what the change replaced was kept only until the new engine served
+    assert ssh(SPARK1, "ls -d /etc/sparkops/secrets.previous 2>&1 || true").out.strip().endswith(
+        "No such file or directory")
     # the engine reads the token from its file (HF_TOKEN_PATH), not from its environment
     env = ssh(SPARK1, "docker inspect -f '{{json .Config.Env}}' sparkops-model-server").out
     assert '"HF_TOKEN_PATH=/run/sparkops/secrets/hf-token"' in env
@@ -371,5 +374,5 @@ def test_engine_secrets_reach_the_engine_only_from_root_only_files(served, tmp_p
     # unset: the files go, the engine restarts without a key
     res = deploy()
     assert res.returncode == 0, res.out[-3000:]
-    assert ssh(SPARK1, "ls -A /etc/sparkops/secrets").out.strip() == ""
+    assert ssh(SPARK1, "ls -A /etc/sparkops/secrets; ls -d /etc/sparkops/secrets.previous 2>/dev/null").out.strip() == ""
     assert ssh(SPARK1, models).out == "200" and still_serves()

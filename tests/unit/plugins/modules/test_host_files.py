@@ -55,3 +55,45 @@ def test_a_file_without_content_is_named(tmp_path, capsys):
     res = run_module(capsys, {"files": [{"path": str(tmp_path / "f")}]})
     assert res["failed"] and res["msg"] == "files: %s has no content: give its content, or state: absent" % (
         tmp_path / "f")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="owner root: the module chowns to root")
+def test_what_a_change_replaced_is_kept_and_put_back_or_dropped(tmp_path, capsys):
+    """A key rotated and an HF token removed by a run whose engine then fails: the rollback puts
+    back both as they were (the key's content and mode, the token's file removed again where it
+    did not exist... here it existed); a later call drops what was kept."""
+    d, keep = tmp_path / "secrets", str(tmp_path / "secrets.previous")
+    d.mkdir(mode=0o700)
+    key, token, new = str(d / "engine-api-key"), str(d / "hf-token"), str(d / "sglang-api-key.yaml")
+    with open(key, "w") as f:
+        f.write("key-one")
+    os.chmod(key, 0o600)
+    with open(token, "w") as f:
+        f.write("hf-one")
+    os.chmod(token, 0o640)
+    rotate = {"keep_dir": keep, "files": [dict(secret(key), content="key-two"), secret(token, "absent"),
+                                          dict(secret(new), content="api-key: key-two\n")]}
+    assert run_module(capsys, rotate, check=True)["changed"] and not os.path.exists(keep)
+    res = run_module(capsys, rotate)
+    assert sorted(res["changed_paths"]) == sorted([key, token, new]) and res["kept_dropped"] is False
+    assert open(key).read() == "key-two" and not os.path.exists(token) and os.path.exists(new)
+    assert stat.S_IMODE(os.stat(keep).st_mode) == 0o700
+    assert "key-one" not in json.dumps(res) and "key-two" not in json.dumps(res)
+    back = {"keep_dir": keep, "kept": "restore", "files": [secret(key), secret(token), secret(new)]}
+    dry = run_module(capsys, back, check=True)
+    assert sorted(dry["changed_paths"]) == sorted([key, token, new]) and open(key).read() == "key-two"
+    res = run_module(capsys, back)
+    assert sorted(res["changed_paths"]) == sorted([key, token, new]) and res["kept_dropped"] is True
+    assert open(key).read() == "key-one" and stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    assert open(token).read() == "hf-one" and stat.S_IMODE(os.stat(token).st_mode) == 0o640
+    assert not os.path.exists(new) and not os.path.exists(keep)
+    assert "key-one" not in json.dumps(res) and "hf-one" not in json.dumps(res)
+    assert run_module(capsys, back)["changed"] is False  # nothing kept: nothing to put back
+    # kept again, then dropped by a call that changes nothing (the deploy that served) or by kept: drop
+    run_module(capsys, rotate)
+    same = run_module(capsys, rotate)
+    assert same["changed"] is True and same["changed_paths"] == [] and same["kept_dropped"] is True
+    assert not os.path.exists(keep) and open(key).read() == "key-two"
+    run_module(capsys, {"keep_dir": keep, "files": [dict(secret(key), content="key-three")]})
+    gone = run_module(capsys, {"keep_dir": keep, "kept": "drop", "files": [secret(key, "absent")]})
+    assert gone["kept_dropped"] is True and not os.path.exists(keep) and not os.path.exists(key)
