@@ -349,10 +349,50 @@ def start_registry(state, state_key, cfg, log_path, ready, what):
     raise LabError("the %s did not answer within 20 s; see %s" % (what, log_path))
 
 
+def lab_registries():
+    """The pids of every docker-registry serving a config under this lab's STATE - as this mount
+    namespace sees it (lab/isolated.sh's lanes each bind their own there) - whether the state file
+    names it or not (a pid overwritten when a busy machine answered late)."""
+    try:
+        mine = os.stat(STATE)
+    except OSError:
+        return []
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+            if os.path.basename(argv[0]) != b"docker-registry":
+                continue
+            theirs = os.stat("/proc/%s/root%s" % (pid, STATE))
+        except OSError:  # gone meanwhile
+            continue
+        if (theirs.st_dev, theirs.st_ino) == (mine.st_dev, mine.st_ino) and any(
+                a.startswith(STATE.encode() + b"/") for a in argv):
+            found.append(int(pid))
+    return found
+
+
+def stop_registries(pids):
+    """SIGTERM each registry (its own session), SIGKILL what still runs 5 s later."""
+    pids = [p for p in pids if pid_alive(p)]
+    for pid in pids:
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.time() + 5
+    while time.time() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+
+
 def ensure_registry(state):
     plumb(REGISTRY_NS, "r", [(MGMT_IFACE, MGMT_BRIDGE, REGISTRY_IP + "/24", 1500)])
-    if pid_alive(state.get("registry_pid")) and registry_ready(1):
+    if pid_alive(state.get("registry_pid")) and registry_ready(5):
         return
+    # one that does not answer (wedged, or started by a run that lost its state file) would hold the
+    # port, and the new one would exit while the old one outlived `lab down`
+    stop_registries([p for p in lab_registries() if p != state.get("auth_registry_pid")])
     rdir = os.path.join(CACHE, "registry")
     os.makedirs(rdir, exist_ok=True)
     os.makedirs(STATE, exist_ok=True)
@@ -1263,13 +1303,7 @@ def cmd_down(args):
         for ns in os.listdir("/run/netns"):
             if ns.startswith("spark") and ns[5:].isdigit():
                 unplumb(ns)
-    for pid in (state.get("registry_pid"), state.get("auth_registry_pid")):
-        if pid_alive(pid):
-            os.killpg(pid, signal.SIGTERM)
-            for dummy in range(100):
-                if not pid_alive(pid):
-                    break
-                time.sleep(0.05)
+    stop_registries(set([state.get("registry_pid"), state.get("auth_registry_pid")] + lab_registries()))
     unplumb(REGISTRY_NS)
     remove_bridges()
     save_state({"hosts": {}, "registry_pid": None, "auth_registry_pid": None})
