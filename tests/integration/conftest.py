@@ -242,6 +242,10 @@ def pytest_terminal_summary(terminalreporter):
             write("  %7.1f s  %3d tests  %s" % (v[0], v[1], path))
     if COMMAND_TIMES:
         command_summary(write)
+    if os.environ.get("SPARKOPS_COMMAND_LOG"):  # each test's commands, in order, as JSON
+        import json  # pylint: disable=import-outside-toplevel
+        with open(os.environ["SPARKOPS_COMMAND_LOG"], "w") as f:
+            json.dump(COMMANDS_BY_TEST, f, indent=1)
 
 
 # What the tests ran, by kind (a playbook, a lab command, ssh, molecule): how many times and their
@@ -278,6 +282,9 @@ def _note_command(argv, seconds):
         _CURRENT_ITEM[0].user_properties.append(("command", [command_kind(argv), seconds]))
 
 
+COMMANDS_BY_TEST = {}
+
+
 def _note_commands(report):
     if report.when != "teardown":
         return
@@ -286,6 +293,7 @@ def _note_commands(report):
             entry = COMMAND_TIMES.setdefault(value[0], [0, 0.0])
             entry[0] += 1
             entry[1] += value[1]
+            COMMANDS_BY_TEST.setdefault(report.nodeid, []).append(value)
 
 
 def command_summary(write):
