@@ -58,16 +58,17 @@ def keep_state(keep_dir, path):
     """Keep path's state as it is now in keep_dir (root-only, made when missing). Raises OSError."""
     name = os.path.basename(path)
     copy, mark = os.path.join(keep_dir, name), os.path.join(keep_dir, name + ABSENT_MARK)
+    owner = (0, 0) if os.geteuid() == 0 else None
     try:
         with open(path, "rb") as f:
             data = f.read()
         mode = os.stat(path).st_mode & 0o7777
-    except (IOError, OSError):
-        atomic_write(mark, b"", mode=0o600, owner=(0, 0) if os.geteuid() == 0 else None)
+    except (IOError, OSError):  # it does not exist: a mark says so, and no copy is left
+        atomic_write(mark, b"", mode=0o600, owner=owner)
         if os.path.lexists(copy):
             os.unlink(copy)
         return
-    atomic_write(copy, data, mode=mode, owner=(0, 0) if os.geteuid() == 0 else None)
+    atomic_write(copy, data, mode=mode, owner=owner)
     if os.path.lexists(mark):
         os.unlink(mark)
 

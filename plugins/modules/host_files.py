@@ -82,21 +82,23 @@ options:
       - Where the state of each file of O(files) is kept just before this call changes it (its
         content and mode, or that it did not exist), for a rollback to put back - the engine that
         served before a failed deploy is started again with the secrets it was started with.
-      - Files are kept by their base name. The directory is root's alone (0700); it holds one
-        call's states - what an earlier call kept there is dropped first (see O(kept)).
+      - Files are kept by their base name. The directory is root's alone (0700). What an earlier
+        call kept there stays (see O(kept)) - that call did not finish (a deploy killed before its new
+        engine served), and its kept states are what the engine of before was started with.
     type: path
     version_added: 0.4.0
   kept:
     description:
       - What to do with O(keep_dir).
-      - V(replace) - drop what is kept there, then keep the state of each file this call changes.
+      - V(keep) - keep the state of each file this call changes, unless O(keep_dir) already holds one
+        for it (then that one stays); R(kept_before,return-kept_before) lists the files it already held.
       - V(restore) - put back each file of O(files) that has a kept state (its content and mode, or
         removed when it did not exist), then drop O(keep_dir); O(files[].content) and
         O(files[].state) are not used.
       - V(drop) - drop O(keep_dir); the files are then written as given, nothing kept.
     type: str
-    choices: [replace, restore, drop]
-    default: replace
+    choices: [keep, restore, drop]
+    default: keep
     version_added: 0.4.0
 """
 
@@ -119,9 +121,19 @@ changed_paths:
   type: list
   elements: str
 kept_dropped:
-  description: Whether O(keep_dir) held kept states that were (or would be) dropped.
+  description: Whether O(keep_dir) held kept states that were (or would be) dropped (O(kept=restore), O(kept=drop)).
   returned: always
   type: bool
+  version_added: 0.4.0
+kept_before:
+  description:
+    - The files of O(files) whose state O(keep_dir) held before this call - an earlier call kept them
+      and was not followed by O(kept=restore) or O(kept=drop). With O(kept=keep); else empty.
+    - For secrets read at start, a file listed here may differ from what the running reader was
+      started with, even when this call changed nothing.
+  returned: always
+  type: list
+  elements: str
   version_added: 0.4.0
 """
 
@@ -169,9 +181,12 @@ def private_directory(module, path, changed, diffs):
 
 
 def keep(module, spec, changed):
-    """Keep the file's state in keep_dir before this call changes it (kept: replace)."""
+    """Keep the file's state in keep_dir before this call changes it (kept: keep), unless an
+    earlier call's state of it is kept there."""
     p = module.params
-    if module.check_mode or not p["keep_dir"] or p["kept"] != "replace":
+    if module.check_mode or not p["keep_dir"] or p["kept"] != "keep":
+        return
+    if kept_state(p["keep_dir"], spec["path"]) is not None:
         return
     try:
         keep_state(p["keep_dir"], spec["path"])
@@ -252,7 +267,7 @@ def main():
             directories=dict(type="list", elements="path", default=[]),
             private_directories=dict(type="list", elements="path", default=[]),
             keep_dir=dict(type="path"),
-            kept=dict(type="str", choices=["replace", "restore", "drop"], default="replace"),
+            kept=dict(type="str", choices=["keep", "restore", "drop"], default="keep"),
         ),
         supports_check_mode=True,
     )
@@ -265,8 +280,12 @@ def main():
         if module.params["keep_dir"]:
             restore(module, changed, diffs)
         dropped = drop_kept(module)
-        module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped, diff=diffs)
-    dropped = drop_kept(module)
+        module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped,
+                         kept_before=[], diff=diffs)
+    dropped = drop_kept(module) if module.params["kept"] == "drop" else False
+    kept_before = [spec["path"] for spec in module.params["files"]
+                   if module.params["keep_dir"] and module.params["kept"] == "keep"
+                   and kept_state(module.params["keep_dir"], spec["path"]) is not None]
     for directory in module.params["private_directories"]:
         private_directory(module, directory, changed, diffs)
     for directory in module.params["directories"]:
@@ -310,7 +329,8 @@ def main():
                 atomic_write(spec["path"], spec["content"], mode=mode, owner=owner)
             except (IOError, OSError) as exc:
                 module.fail_json(msg="cannot write %s: %s" % (spec["path"], exc), changed_paths=changed)
-    module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped, diff=diffs)
+    module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped,
+                     kept_before=kept_before, diff=diffs)
 
 
 if __name__ == "__main__":

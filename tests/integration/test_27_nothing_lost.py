@@ -64,27 +64,38 @@ def test_memory_still_short_after_the_stop_rolls_back(old_model_only):
         assert recorded(ip) == []  # restored: the record was put aside
 
 
-def kill_after_the_stop(extra=()):
-    """Start a deploy, SIGKILL it (its whole process group) as soon as spark1's old model is down."""
+def kill_deploy(extra=(), when=None, banner=None, what=""):
+    """Start a deploy and SIGKILL it (its whole process group) as soon as when() holds (looked at
+    every 0.3 s) or the play prints the TASK banner that starts with `banner` (the task before it
+    ended on every host)."""
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
-               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+               PATH=BIN + os.pathsep + os.environ.get("PATH", ""), PYTHONUNBUFFERED="1")
     for name in ("USER", "LOGNAME"):  # as under cron, a CI runner or an EE: the lock names the uid's account
         env.pop(name, None)
     proc = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "deploy.yml", "-i", "inventories/lab"]
-                            + list(extra), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            + list(extra), cwd=ROOT, env=env, stdout=subprocess.PIPE if banner else subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            if "old-vllm" not in running(HOSTS[0]):
-                break
-            time.sleep(0.3)
-        assert proc.poll() is None, "the deploy ended before it stopped the old model"
+        if banner:
+            seen = any(line.startswith("TASK [" + banner) for line in proc.stdout)  # stops at the first
+        else:
+            deadline = time.time() + 120
+            while time.time() < deadline and proc.poll() is None and not when():
+                time.sleep(0.3)
+            seen = proc.poll() is None
+        assert seen, "the deploy ended before " + what
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
     time.sleep(3)  # a module already running on a host finishes there
+
+
+def kill_after_the_stop(extra=()):
+    """A deploy SIGKILLed as soon as spark1's old model is down."""
+    kill_deploy(extra, when=lambda: "old-vllm" not in running(HOSTS[0]), what="it stopped the old model")
     assert "old-vllm" not in running(HOSTS[0]) and "old-vllm" in recorded(HOSTS[0])
 
 
@@ -370,6 +381,53 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab):
         assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401"), bad
         assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
         assert ssh(HOSTS[0], "test -e /etc/sparkops/secrets.previous && echo left || echo gone").out.strip() == "gone"
+
+
+@pytest.mark.fault(
+    fault="a deploy killed after it wrote a new API key, before its engine started again; then re-deploys",
+    inject="SIGKILL of ansible-playbook's process group once every host holds key-two (the engine serving with "
+           "key-one); a deploy with key-two whose engine does not serve in time; killed the same way again; a "
+           "deploy with key-two",
+    message="the failed one: 'Rolled back: ... It serves again ... The engine's secret files were put back as they "
+            "were before this run on spark1, spark2'; the last one serves",
+    left="after the failure, the engine of before serving with key-one (key-two 401); after the last deploy a new "
+         "engine serving with key-two (key-one 401); no kept secrets left")
+def test_a_deploy_killed_after_it_wrote_a_new_key_is_finished_by_the_next(lab):
+    """The engine reads its key at start. A run killed between writing the new key and starting
+    the engine left the old engine serving with the old key, the file holding the new one: the
+    next run saw no key change, left the engine alone - and a failed run after it had no old key to
+    give back. The interrupted run's kept files stay; the next run starts the engine, and a rollback
+    gives the key the engine of before had."""
+    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "5"}}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(slow, sparkops_engine_api_key="key-one")))
+    assert res.returncode == 0, res.out[-3000:]
+    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
+    two = dict(slow, sparkops_engine_api_key="key-two", sparkops_lock_take_over=True)
+    key_file = "cat /etc/sparkops/secrets/engine-api-key"
+    after_the_key = "sparkops.inference.model_server : Build the command line"  # the task after the secrets
+
+    kill_deploy(["-e", json.dumps(two)], banner=after_the_key, what="it wrote the key")
+    for ip in HOSTS:
+        assert ssh(ip, key_file).out.strip() == "key-two"
+    assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
+    assert (models_code("key-one"), models_code("key-two")) == ("200", "401")
+    # a run that fails: the engine of before comes back with the key it was started with
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(two, model_server_ready_timeout=0)))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "It serves again: http://10.77.0.11:8000/v1 lists qwen3.5-lab" in out, out[-3000:]
+    assert ("The engine's secret files were put back as they were before this run on spark1, spark2" in out), out[-3000:]
+    assert "key-one" not in res.out and "key-two" not in res.out
+    assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401")
+    assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
+    # killed again; the next run finishes it: a new engine with the new key
+    kill_deploy(["-e", json.dumps(two)], banner=after_the_key, what="it wrote the key")
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(two))
+    assert res.returncode == 0, res.out[-3000:]
+    assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("401", "200", "401")
+    assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() != started
+    for ip in HOSTS:
+        assert ssh(ip, "test -e /etc/sparkops/secrets.previous && echo left || echo gone").out.strip() == "gone"
 
 
 def test_a_good_re_deploy_drops_what_it_kept(lab):

@@ -89,11 +89,21 @@ def test_what_a_change_replaced_is_kept_and_put_back_or_dropped(tmp_path, capsys
     assert not os.path.exists(new) and not os.path.exists(keep)
     assert "key-one" not in json.dumps(res) and "hf-one" not in json.dumps(res)
     assert run_module(capsys, back)["changed"] is False  # nothing kept: nothing to put back
-    # kept again, then dropped by a call that changes nothing (the deploy that served) or by kept: drop
-    run_module(capsys, rotate)
+    # a run killed after it wrote its files (its engine never served), then a run with yet another
+    # key: the first run's kept states stay - what the engine of before was started with - and are
+    # named; only what nothing was kept for yet is kept now
+    first = run_module(capsys, rotate)
+    assert first["kept_before"] == [] and sorted(first["changed_paths"]) == sorted([key, token, new])
     same = run_module(capsys, rotate)
-    assert same["changed"] is True and same["changed_paths"] == [] and same["kept_dropped"] is True
-    assert not os.path.exists(keep) and open(key).read() == "key-two"
+    assert same["changed"] is False and same["changed_paths"] == [] and same["kept_dropped"] is False
+    assert sorted(same["kept_before"]) == sorted([key, token, new])
+    other = run_module(capsys, dict(rotate, files=[dict(secret(key), content="key-three"), secret(token, "absent")]))
+    assert other["changed_paths"] == [key] and sorted(other["kept_before"]) == sorted([key, token])
+    res = run_module(capsys, back)
+    assert open(key).read() == "key-one" and open(token).read() == "hf-one" and not os.path.exists(new)
+    assert not os.path.exists(keep)
+    # kept: drop - whatever is kept goes, and the files are written as given
     run_module(capsys, {"keep_dir": keep, "files": [dict(secret(key), content="key-three")]})
     gone = run_module(capsys, {"keep_dir": keep, "kept": "drop", "files": [secret(key, "absent")]})
     assert gone["kept_dropped"] is True and not os.path.exists(keep) and not os.path.exists(key)
+    assert gone["kept_before"] == []
