@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from conftest import flat, playbook, ssh, still_serves
+from conftest import LAB, flat, playbook, run, ssh, still_serves
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 MODEL = "/opt/models/lab-qwen3.5-tiny"
@@ -264,12 +264,15 @@ def test_model_directory_missing_on_a_worker(served):
 
 @pytest.mark.fault(
     fault="the engine's port is taken by another program",
-    inject='docker rm -f of the engine, then python3 -m http.server 8000 on the head',
+    inject='the old model started again beside ours (lab old-model), docker rm -f of the engine, then '
+           'python3 -m http.server 8000 on the head',
     message="'port 8000 on spark1 is in use by something other than sparkops-model-server'",
-    left='the deploy rolled back: nothing of ours on either host, the old services the records listed running again')
+    left='the deploy rolled back: nothing of ours on either host, the old model it had stopped running again on both, '
+         'their record put aside')
 def test_port_in_use_is_named(served):
-    record = "cat /var/lib/sparkops/gpu_memory_stopped.json 2>/dev/null || echo '{\"stopped\": []}'"
-    listed = dict((ip, [e["name"] for e in json.loads(ssh(ip, record).out)["stopped"]]) for ip in (SPARK1, SPARK2))
+    # the old model running again beside ours, whatever ran before this test: the deploy stops it
+    # (its record lists it) and the rollback must start it again
+    assert run(LAB + ["old-model"]).returncode == 0
     assert ssh(SPARK1, "docker rm -f sparkops-model-server").returncode == 0
     pid = ssh(SPARK1, "nohup python3 -m http.server 8000 --bind 0.0.0.0 >/dev/null 2>&1 & echo $!").out.strip()
     try:
@@ -281,9 +284,11 @@ def test_port_in_use_is_named(served):
     # a failure after the stop: our containers removed, what the record listed started again
     assert "Rolled back: the engine and Ray containers were removed and what the deploy had stopped was " \
            "started again" in flat(res.out)
+    record = "cat /var/lib/sparkops/gpu_memory_stopped.json 2>/dev/null || echo '{\"stopped\": []}'"
     for ip in (SPARK1, SPARK2):
         names = ssh(ip, "docker ps --format '{{.Names}}'").out.split()
-        assert not ours(ip) and set(listed[ip]) <= set(names), (listed, names)
+        assert not ours(ip) and {"old-vllm", "embeddings-embed-1"} <= set(names), names
+        assert json.loads(ssh(ip, record).out)["stopped"] == []  # started again: the record put aside
 
 
 def test_teardown_stops_serving_and_ray(served):
