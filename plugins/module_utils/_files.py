@@ -73,6 +73,12 @@ def keep_state(keep_dir, path):
         os.unlink(mark)
 
 
+def has_kept_state(keep_dir, path):
+    """Whether keep_dir holds a state of path (its copy, or the mark that it did not exist)."""
+    name = os.path.basename(path)
+    return any(os.path.lexists(os.path.join(keep_dir, n)) for n in (name, name + ABSENT_MARK))
+
+
 def kept_state(keep_dir, path):
     """What keep_dir holds for path: None (nothing kept), (False, None, None) (it did not exist),
     or (True, its content as bytes, its mode)."""

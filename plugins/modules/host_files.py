@@ -141,7 +141,8 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write, keep_state, kept_state
+from ansible_collections.sparkops.inference.plugins.module_utils._files import (
+    atomic_write, has_kept_state, keep_state, kept_state)
 
 SECRET = "(secret content, not shown)\n"
 
@@ -180,13 +181,11 @@ def private_directory(module, path, changed, diffs):
         module.fail_json(msg="cannot make %s a directory only root reads: %s" % (path, exc), changed_paths=changed)
 
 
-def keep(module, spec, changed):
+def keep(module, spec, changed, kept_before):
     """Keep the file's state in keep_dir before this call changes it (kept: keep), unless an
-    earlier call's state of it is kept there."""
+    earlier call's state of it is kept there (kept_before)."""
     p = module.params
-    if module.check_mode or not p["keep_dir"] or p["kept"] != "keep":
-        return
-    if kept_state(p["keep_dir"], spec["path"]) is not None:
+    if module.check_mode or not p["keep_dir"] or p["kept"] != "keep" or spec["path"] in kept_before:
         return
     try:
         keep_state(p["keep_dir"], spec["path"])
@@ -238,14 +237,14 @@ def drop_kept(module):
     return True
 
 
-def remove_file(module, spec, changed, diffs):
+def remove_file(module, spec, changed, diffs, kept_before):
     """Remove the file of a spec with state absent, when it is there."""
     if not os.path.lexists(spec["path"]):
         return
     changed.append(spec["path"])
     diffs.append({"before_header": spec["path"], "after_header": spec["path"],
                   "before": SECRET if spec["secret"] else file_state(spec["path"])[0] or "", "after": "(absent)\n"})
-    keep(module, spec, changed)
+    keep(module, spec, changed, kept_before)
     if not module.check_mode:
         try:
             os.unlink(spec["path"])
@@ -285,7 +284,7 @@ def main():
     dropped = drop_kept(module) if module.params["kept"] == "drop" else False
     kept_before = [spec["path"] for spec in module.params["files"]
                    if module.params["keep_dir"] and module.params["kept"] == "keep"
-                   and kept_state(module.params["keep_dir"], spec["path"]) is not None]
+                   and has_kept_state(module.params["keep_dir"], spec["path"])]
     for directory in module.params["private_directories"]:
         private_directory(module, directory, changed, diffs)
     for directory in module.params["directories"]:
@@ -301,7 +300,7 @@ def main():
                                      changed_paths=changed)
     for spec in module.params["files"]:
         if spec["state"] == "absent":
-            remove_file(module, spec, changed, diffs)
+            remove_file(module, spec, changed, diffs, kept_before)
             continue
         if spec["content"] is None:
             module.fail_json(msg="files: %s has no content: give its content, or state: absent" % spec["path"])
@@ -323,7 +322,7 @@ def main():
             before, after = before + "(mode %04o)\n" % cur_mode, after + "(mode %04o)\n" % mode
         diffs.append({"before_header": spec["path"], "after_header": spec["path"], "before": before,
                       "after": after})
-        keep(module, spec, changed)
+        keep(module, spec, changed, kept_before)
         if not module.check_mode:
             try:
                 atomic_write(spec["path"], spec["content"], mode=mode, owner=owner)

@@ -155,6 +155,15 @@ models:
   returned: when ready
   type: list
   elements: str
+models_answer:
+  description:
+    - Why C(/v1/models) listed no model (phase status) - its HTTP status and the start of its answer, or
+      why nothing answered; for a 401 or 403, that the engine refuses the API key of O(api_key_file)
+      (it was started with another one). Null when it listed a model or the engine does not run.
+  returned: when O(phase=status)
+  type: str
+  version_added: 0.4.0
+  sample: "HTTP 401 - the engine refuses the API key in /etc/sparkops/secrets/engine-api-key ..."
 completion:
   description: Text of the smoke-test completion.
   returned: when ready and O(prompt) is set
@@ -248,13 +257,32 @@ def look_at_metrics(base, interval):
     return out
 
 
+def models_answer(code, text, api_key_file):
+    """Why /v1/models listed no model, as status.yml says it (None when it listed one)."""
+    if code is None:
+        return "no answer (%s)" % text
+    if code in (401, 403):
+        if "Authorization" not in HEADERS:
+            why = "wants an API key and %s: it was started with one" % (
+                ("%s holds none" % api_key_file) if api_key_file else "none was sent")
+        else:
+            why = "refuses the API key in %s: it was started with another one" % api_key_file
+        return ("HTTP %d - the engine %s (its secret files changed after it started - a deploy that did not "
+                "finish, or by hand); deploy.yml starts it again as sparkops_engine_api_key says" % (code, why))
+    if code == 200 and list_models(code, text):
+        return None
+    return "HTTP %d %s" % (code, quoted(text, 120))
+
+
 def phase_status(module, base, doc):
     """What runs and answers, changing nothing (status.yml)."""
     res = {"changed": False, "endpoint": base + "/v1", "container": describe(doc), "health": None,
-           "models": [], "metrics": None}
+           "models": [], "models_answer": None, "metrics": None}
     if doc and doc["State"].get("Running"):
         res["health"] = http("GET", base + "/health", timeout=3)[0]
-        res["models"] = list_models(*http("GET", base + "/v1/models", timeout=3))
+        code, text = http("GET", base + "/v1/models", timeout=3)
+        res["models"] = list_models(code, text)
+        res["models_answer"] = models_answer(code, text, module.params["api_key_file"])
         res["metrics"] = look_at_metrics(base, module.params["metrics_interval"])
     module.exit_json(**res)
 

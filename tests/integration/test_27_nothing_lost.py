@@ -411,6 +411,16 @@ def test_a_deploy_killed_after_it_wrote_a_new_key_is_finished_by_the_next(lab):
         assert ssh(ip, key_file).out.strip() == "key-two"
     assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
     assert (models_code("key-one"), models_code("key-two")) == ("200", "401")
+    # status.yml says why the engine lists no model, and what the dead run left
+    res = playbook("playbooks/status.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert ("/v1/models: HTTP 401 - the engine refuses the API key in /etc/sparkops/secrets/engine-api-key: it was "
+            "started with another one") in out, out[-3000:]
+    assert ("Secret files kept by a deploy that runs or did not finish (it changed them; the engine of before was "
+            "started with these): /etc/sparkops/secrets.previous on spark1, spark2. deploy.yml finishes the change"
+            ) in out, out[-3000:]
+    assert "Lock: held by " in out and "key-one" not in res.out and "key-two" not in res.out
     # a run that fails: the engine of before comes back with the key it was started with
     res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(two, model_server_ready_timeout=0)))
     assert res.returncode != 0
