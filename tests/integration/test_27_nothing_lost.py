@@ -347,12 +347,14 @@ def models_code(key):
 @pytest.mark.fault(
     fault="a failed re-deploy that rotated or removed the engine's API key",
     inject="an engine serving with key-one (loading 5 s: the stand-in's SPARKOPS_LAB_LOAD_SECONDS); a re-deploy "
-           "with key-two whose engine does not serve in time (model_server_ready_timeout 0: the same spec, only "
-           "the key differs), then one with no key whose engine serves another name",
+           "with key-two and a new Ray token whose engine does not serve in time (model_server_ready_timeout 0: "
+           "the same spec, only the key differs), then one with no key and the Ray token of before whose engine serves another name",
     message="'Rolled back: ... It serves again ... The engine's secret files were put back as they were before "
-            "this run on spark1, spark2 (the API key and token this run set are not in effect).'",
+            "this run on spark1, spark2 (the API key and Hugging Face token this run set are not in effect). The Ray "
+            "token this run wrote stays in effect on spark1, spark2: the Ray containers of before were started again "
+            "with it'",
     left="the engine that served before, serving with key-one: key-one answered 200, key-two and no key 401; "
-         "no kept secrets left on the head")
+         "no kept secrets left on the head; the Ray cluster of before, both nodes, on the new token")
 def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab):
     """The engine reads its key from the host's file at start. A failed run had already written
     its own key there: the engine started again by the rollback took the new key (a rotation) or
@@ -367,17 +369,29 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab):
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
     # the files are on every host (SGLang's ranks read them there too)
     put_back = ("The engine's secret files were put back as they were before this run on spark1, spark2 (the API "
-                "key and token this run set are not in effect).")
-    for bad in ({"sparkops_engine_api_key": "key-two", "model_server_ready_timeout": 0},
-                {"model_server_extra_args": ["--served-model-name", "other-name"]}):
+                "key and Hugging Face token this run set are not in effect).")
+    # each also rotates the Ray token (the second back to the lab's own, the controller's file): the
+    # cluster's own, not kept - it stays in effect, and the message says so
+    ray_token = "cat /etc/sparkops/ray-token"
+    with open("/var/lib/sparkops-lab/ray-token") as f:
+        lab_token = f.read().strip()
+    token_stays = ("The Ray token this run wrote stays in effect on spark1, spark2: the Ray containers of before were "
+                   "started again with it")
+    for bad in ({"sparkops_engine_api_key": "key-two", "model_server_ready_timeout": 0,
+                 "ray_cluster_auth_token": "ray-token-rotated-0123456789"},
+                {"model_server_extra_args": ["--served-model-name", "other-name"], "ray_cluster_auth_token": lab_token}):
         res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(slow, **bad)))
         assert res.returncode != 0
         out = flat(res.out)
         assert "Rolled back: the engine and Ray containers that served before this run were started again" in out, \
             out[-3000:]
         assert "It serves again: http://10.77.0.11:8000/v1 lists qwen3.5-lab" in out, out[-3000:]
-        assert put_back in out, out[-3000:]
-        assert "key-one" not in res.out and "key-two" not in res.out
+        assert put_back in out and token_stays in out, out[-3000:]
+        for ip in HOSTS:
+            assert ssh(ip, ray_token).out.strip() == bad["ray_cluster_auth_token"]
+        assert ssh(HOSTS[0], "docker exec sparkops-ray-head ray status").out.count(" node_") == 2
+        assert bad["ray_cluster_auth_token"] not in res.out
+        assert "key-one" not in res.out and "key-two" not in res.out and "ray-token-rotated" not in res.out
         assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401"), bad
         assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
         assert ssh(HOSTS[0], "test -e /etc/sparkops/secrets.previous && echo left || echo gone").out.strip() == "gone"
