@@ -54,10 +54,15 @@ def atomic_write(path, data, mode=0o600, owner=None, dir_mode=0o700):
 ABSENT_MARK = ".absent"
 
 
+def _kept_paths(keep_dir, path):
+    """Where keep_dir holds path's state: (its copy, the mark that it did not exist)."""
+    name = os.path.basename(path)
+    return os.path.join(keep_dir, name), os.path.join(keep_dir, name + ABSENT_MARK)
+
+
 def keep_state(keep_dir, path):
     """Keep path's state as it is now in keep_dir (root-only, made when missing). Raises OSError."""
-    name = os.path.basename(path)
-    copy, mark = os.path.join(keep_dir, name), os.path.join(keep_dir, name + ABSENT_MARK)
+    copy, mark = _kept_paths(keep_dir, path)
     owner = (0, 0) if os.geteuid() == 0 else None
     try:
         with open(path, "rb") as f:
@@ -75,15 +80,13 @@ def keep_state(keep_dir, path):
 
 def has_kept_state(keep_dir, path):
     """Whether keep_dir holds a state of path (its copy, or the mark that it did not exist)."""
-    name = os.path.basename(path)
-    return any(os.path.lexists(os.path.join(keep_dir, n)) for n in (name, name + ABSENT_MARK))
+    return any(os.path.lexists(p) for p in _kept_paths(keep_dir, path))
 
 
 def kept_state(keep_dir, path):
     """What keep_dir holds for path: None (nothing kept), (False, None, None) (it did not exist),
     or (True, its content as bytes, its mode)."""
-    name = os.path.basename(path)
-    copy, mark = os.path.join(keep_dir, name), os.path.join(keep_dir, name + ABSENT_MARK)
+    copy, mark = _kept_paths(keep_dir, path)
     if os.path.lexists(mark):
         return False, None, None
     try:
