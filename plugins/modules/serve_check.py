@@ -257,8 +257,9 @@ def look_at_metrics(base, interval):
     return out
 
 
-def models_answer(code, text, api_key_file):
-    """Why /v1/models listed no model, as status.yml says it (None when it listed one)."""
+def models_answer(code, text, models, api_key_file):
+    """Why /v1/models listed no model, as status.yml says it (None when it listed one).
+    `models` is list_models(code, text): the answer is parsed once."""
     if code is None:
         return "no answer (%s)" % text
     if code in (401, 403):
@@ -269,7 +270,7 @@ def models_answer(code, text, api_key_file):
             why = "refuses the API key in %s: it was started with another one" % api_key_file
         return ("HTTP %d - the engine %s (its secret files changed after it started - a deploy that did not "
                 "finish, or by hand); deploy.yml starts it again as sparkops_engine_api_key says" % (code, why))
-    if code == 200 and list_models(code, text):
+    if models:
         return None
     return "HTTP %d %s" % (code, quoted(text, 120))
 
@@ -282,7 +283,7 @@ def phase_status(module, base, doc):
         res["health"] = http("GET", base + "/health", timeout=3)[0]
         code, text = http("GET", base + "/v1/models", timeout=3)
         res["models"] = list_models(code, text)
-        res["models_answer"] = models_answer(code, text, module.params["api_key_file"])
+        res["models_answer"] = models_answer(code, text, res["models"], module.params["api_key_file"])
         res["metrics"] = look_at_metrics(base, module.params["metrics_interval"])
     module.exit_json(**res)
 

@@ -237,20 +237,25 @@ def test_status_says_why_the_engine_lists_no_model(auth_server, tmp_path):
     """A key the engine refuses (a rotation that did not finish), no key where one is wanted, an
     error page, nothing listening: each said, the key never in it."""
     key_file = tmp_path / "engine-api-key"
+
+    def answer(code, text, api_key_file):  # as phase_status calls it: the list parsed from the same answer
+        return serve_check.models_answer(code, text, serve_check.list_models(code, text), api_key_file)
+
     code, text = serve_check.http("GET", auth_server + "/v1/models")
-    assert serve_check.models_answer(code, text, str(key_file)) == (
+    assert answer(code, text, str(key_file)) == (
         "HTTP 401 - the engine wants an API key and %s holds none: it was started with one (its secret "
         "files changed after it started - a deploy that did not finish, or by hand); deploy.yml starts it again "
         "as sparkops_engine_api_key says" % key_file)
     key_file.write_text("key-two\n")
     serve_check.load_api_key(FakeModule(), str(key_file))
     code, text = serve_check.http("GET", auth_server + "/v1/models")
-    said = serve_check.models_answer(code, text, str(key_file))
+    said = answer(code, text, str(key_file))
     assert said.startswith("HTTP 401 - the engine refuses the API key in %s: it was started with another one"
                            % key_file) and "key-two" not in said
     serve_check.HEADERS["Authorization"] = "Bearer " + AuthHandler.key
-    assert serve_check.models_answer(*serve_check.http("GET", auth_server + "/v1/models"), str(key_file)) is None
-    assert serve_check.models_answer(200, '{"data": []}', "") == 'HTTP 200 "{\\"data\\": []}"'
-    assert serve_check.models_answer(500, "x" * 300, "") == 'HTTP 500 %s (180 more characters cut)' % json.dumps("x" * 120)
-    assert serve_check.models_answer(None, "[Errno 111] Connection refused", "") == \
+    code, text = serve_check.http("GET", auth_server + "/v1/models")
+    assert answer(code, text, str(key_file)) is None
+    assert answer(200, '{"data": []}', "") == 'HTTP 200 "{\\"data\\": []}"'
+    assert answer(500, "x" * 300, "") == 'HTTP 500 %s (180 more characters cut)' % json.dumps("x" * 120)
+    assert answer(None, "[Errno 111] Connection refused", "") == \
         "no answer ([Errno 111] Connection refused)"
