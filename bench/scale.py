@@ -121,7 +121,7 @@ def main():
         # the recipe's end is `ray status` listing every node, on Ray's 5 s monitor tick: under 10 %
         # it has not grown, and a rate against it would be a ratio of noise
         rate = ("ours grows %.2f times as fast as the baseline" % ((ours - 1) / (hand - 1)) if hand >= 1.1
-                else "the baseline did not grow (under 10 %%: its end is ray status's 5 s tick), so no rate")
+                else "the baseline did not grow (under 10 %: its end is ray status's 5 s tick), so no rate")
         print("growth %d -> %d hosts: cold deploy %.2fx, hand recipe %.2fx (%s)" % (ref, n, ours, hand, rate))
     print(plot(sizes, results, args.png))
     return 0
