@@ -11,7 +11,7 @@ HOSTS ?= 2
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections:$(HOME)/.ansible/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity matrix molecule faults-doc clean
+.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity matrix molecule faults-doc testing-doc clean
 
 setup: deps venv
 
@@ -53,10 +53,14 @@ test: setup  ## every test; ends with pytest's summary line
 	$(PYTHON) lab/sparklab.py down --purge
 	rm -rf /var/lib/sparkops-lab.$(LANE)
 	$(PYTHON) lab/sparklab.py images
-	$(BIN)/pytest -p no:cacheprovider -ra --durations=40 $(LANES) tests/unit tests/integration
+	SPARKOPS_TIMINGS=$(CURDIR)/tests/output/timings.json PYTHONPATH=$(CURDIR)/tests \
+	    $(BIN)/pytest -p no:cacheprovider -p suite_timing -ra $(LANES) tests/unit tests/integration
 
 faults-doc:  ## docs/faults.md from the lab tests' fault markers
 	$(PYTHON) tests/fault_catalogue.py
+
+testing-doc:  ## docs/testing.md from the last `make test`'s tests/output/timings.json
+	$(PYTHON) tests/timing_report.py tests/output/timings.json
 
 unit: venv
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit

@@ -147,6 +147,68 @@ def run(argv, check=True, capture=True, **kw):
     return res
 
 
+DOWNLOAD_ATTEMPTS = int(os.environ.get("SPARKOPS_LAB_DOWNLOAD_ATTEMPTS", "4"))
+DOWNLOAD_PAUSE = float(os.environ.get("SPARKOPS_LAB_DOWNLOAD_PAUSE", "5"))
+
+
+def download(what, source, argv, got, before=None, **kw):
+    """Run a command that downloads `what` from `source` until it exits 0 and got(result) finds
+    what it should have brought (got returns None, or what is missing). A failed attempt is said,
+    the next comes after a pause; the last one's failure is a LabError naming the source and the
+    error. Package tools exit 0 on some failures (`apt-get update` does when an index fails to
+    download), so the exit status alone is not enough."""
+    problem = None
+    for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):
+        if before:
+            before()  # e.g. clear what a failed attempt left half-written
+        res = run(argv, check=False, **kw)
+        if res.returncode != 0:
+            problem = "exit %d: %s" % (res.returncode, (res.stderr or res.stdout or "").strip()[-1500:])
+        else:
+            problem = got(res)
+        if problem is None:
+            return res
+        if attempt < DOWNLOAD_ATTEMPTS:
+            log("%s from %s: attempt %d of %d failed (%s); trying again in %.0f s" % (
+                what, source, attempt, DOWNLOAD_ATTEMPTS, problem.splitlines()[0][:300], DOWNLOAD_PAUSE))
+            time.sleep(DOWNLOAD_PAUSE)
+    raise LabError("could not fetch %s from %s (%d attempts): %s\ncommand: %s\nCheck that this machine "
+                   "reaches %s (its apt and pip configuration), then run the command again: what was "
+                   "fetched before is kept in %s" % (what, source, DOWNLOAD_ATTEMPTS, problem, " ".join(argv),
+                                                       source, CACHE))
+
+
+def apt_failures(res):
+    """What `apt-get update`/`download` printed as failed ('Err:', 'W: Failed to fetch', 'E: ...'),
+    or None: it exits 0 when an index could not be fetched."""
+    bad = [line.strip() for line in ((res.stdout or "") + "\n" + (res.stderr or "")).splitlines()
+           if line.startswith(("Err:", "E:")) or "Failed to fetch" in line or "Some index files failed" in line]
+    return "; ".join(bad) if bad else None
+
+
+def apt_lists_hold(lists_dir, suite):
+    """A check for download(): the package lists of `suite` are under lists_dir."""
+    def check(res):
+        failed = apt_failures(res)
+        if failed:
+            return failed
+        found = [f for f in os.listdir(lists_dir) if "_%s_" % suite in f and "Packages" in f]
+        return None if found else "no %s package list in %s after the update" % (suite, lists_dir)
+    return check
+
+
+def debs_in(directory, packages):
+    """A check for download(): a .deb of every package is in directory."""
+    def check(res):
+        failed = apt_failures(res)
+        if failed:
+            return failed
+        have = os.listdir(directory)
+        missing = [p for p in packages if not any(f.startswith(p + "_") and f.endswith(".deb") for f in have)]
+        return "no .deb of %s in %s" % (", ".join(missing), directory) if missing else None
+    return check
+
+
 def host_name(i):
     return "spark%d" % i
 
@@ -249,8 +311,12 @@ def ensure_packages():
                        "or Ubuntu; install these packages by hand" % ", ".join(missing))
     log("installing " + " ".join(missing))
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run(["apt-get", "update", "-qq"], env=env)
-    run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing, env=env)
+    download("Debian's package lists", "this machine's apt sources", ["apt-get", "update", "-qq"], apt_failures,
+             env=env)
+    download(", ".join(missing), "this machine's apt sources",
+             ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing,
+             lambda res: apt_failures(res) or (None if all(os.path.exists(NEEDED[p]) for p in missing if p in NEEDED)
+                                               else "installed, but a file it should bring is absent"), env=env)
 
 
 # --------------------------------------------------------------------------- network
@@ -579,8 +645,11 @@ def ensure_docker26():
     opts = ["-o", "Dir::Etc::sourcelist=" + sources, "-o", "Dir::Etc::sourceparts=/nonexistent",
             "-o", "Dir::State::Lists=" + os.path.join(apt, "lists"), "-o", "Dir::Cache=" + os.path.join(apt, "cache"),
             "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"]
-    run(["apt-get"] + opts + ["update", "-qq"])
-    run(["apt-get"] + opts + ["download"] + list(DOCKER26_PACKAGES), cwd=debs)
+    mirror = "%s (trixie)" % debian_mirror()
+    download("Debian trixie's package lists", mirror, ["apt-get"] + opts + ["update", "-qq"],
+             apt_lists_hold(os.path.join(apt, "lists"), "trixie"))
+    download(" and ".join(DOCKER26_PACKAGES), mirror, ["apt-get"] + opts + ["download"] + list(DOCKER26_PACKAGES),
+             debs_in(debs, DOCKER26_PACKAGES), cwd=debs)
     for deb in sorted(os.listdir(debs)):
         run(["dpkg", "-x", os.path.join(debs, deb), root])
     os.makedirs(bindir, exist_ok=True)
@@ -607,9 +676,10 @@ def ensure_promtool():
     debs = os.path.join(PROMTOOL, "debs")
     os.makedirs(debs, exist_ok=True)
     res = run(["apt-get", "download", "prometheus"], cwd=debs, check=False)
-    if res.returncode != 0:  # the package lists may be missing on a fresh machine
-        run(["apt-get", "update", "-qq"])
-        run(["apt-get", "download", "prometheus"], cwd=debs)
+    if res.returncode != 0 or debs_in(debs, ["prometheus"])(res):  # no package lists on a fresh machine
+        download("Debian's package lists", "this machine's apt sources", ["apt-get", "update", "-qq"], apt_failures)
+        download("prometheus (for promtool)", "this machine's apt sources", ["apt-get", "download", "prometheus"],
+                 debs_in(debs, ["prometheus"]), cwd=debs)
     for deb in sorted(os.listdir(debs)):
         run(["dpkg", "-x", os.path.join(debs, deb), os.path.join(PROMTOOL, "root")])
     log("promtool ready: %s" % run([tool, "--version"]).stdout.strip().splitlines()[0])
@@ -646,14 +716,52 @@ def layer_base():
     log("building the base root with debootstrap (%s, about a minute, cached after)" % DEBIAN_SUITE)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         root = os.path.join(tmp, "root")
-        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
-             DEBIAN_SUITE, root, debian_mirror()])
+
+        def rooted(res):  # pylint: disable=unused-argument
+            return None if os.path.exists(os.path.join(root, "usr", "bin", "python3")) else \
+                "debootstrap ended without %s/usr/bin/python3" % root
+
+        # a failed debootstrap leaves a half root it will not write into again: each attempt starts clean
+        download("a %s root (debootstrap)" % DEBIAN_SUITE, debian_mirror(),
+                 ["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES), DEBIAN_SUITE, root,
+                  debian_mirror()], rooted, before=lambda: shutil.rmtree(root, ignore_errors=True))
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for entry in os.listdir(os.path.join(root, junk)):
                 p = os.path.join(root, junk, entry)
                 if os.path.isfile(p):
                     os.unlink(p)
         return tar_layer(root, key)
+
+
+def wheel_ok(wdir, prefix):
+    """A check for download(): a wheel named prefix* is in wdir and reads as a whole zip (a cut
+    download leaves a file pip may not clean up)."""
+    import zipfile  # pylint: disable=import-outside-toplevel
+    found = [f for f in os.listdir(wdir) if f.startswith(prefix) and f.endswith(".whl")]
+    if not found:
+        return "no %s*.whl in %s" % (prefix, wdir)
+    try:
+        with zipfile.ZipFile(os.path.join(wdir, found[0])) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError) as exc:
+        bad = str(exc)
+    if bad:
+        os.unlink(os.path.join(wdir, found[0]))
+        return "%s is not a whole wheel (%s): removed" % (found[0], bad)
+    return None
+
+
+def pip_target(site, platforms, name, version):
+    """pip install NAME==VERSION (cp311 binary wheels for the hosts' platform) into site, checked:
+    its dist-info is there afterwards. Each attempt starts from an empty site."""
+    def got(res):  # pylint: disable=unused-argument
+        info = os.path.join(site, "%s-%s.dist-info" % (name, version))
+        return None if os.path.isdir(info) else "pip ended without %s" % info
+    download("%s %s (cp311 wheels)" % (name, version), "the package index pip uses",
+             [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+              "--target", site, "--only-binary", ":all:", "--python-version", "3.11",
+              "--implementation", "cp", "--abi", "cp311"] + platforms + ["%s==%s" % (name, version)],
+             got, before=lambda: shutil.rmtree(site, ignore_errors=True))
 
 
 def layer_ray():
@@ -669,9 +777,7 @@ def layer_ray():
         platforms += ["--platform", "%s_%s" % (tag, machine)]
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         site = os.path.join(tmp, "usr/local/lib/python3.11/dist-packages")
-        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "--target", site, "--only-binary", ":all:", "--python-version", "3.11",
-             "--implementation", "cp", "--abi", "cp311"] + platforms + ["ray==" + RAY_VERSION])
+        pip_target(site, platforms, "ray", RAY_VERSION)
         shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)
         bindir = os.path.join(tmp, "usr/local/bin")
         os.makedirs(bindir)
@@ -694,9 +800,7 @@ def layer_torch():
         platforms += ["--platform", "%s_%s" % (tag, machine)]
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         site = os.path.join(tmp, "usr/local/lib/python3.11/dist-packages")
-        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "--target", site, "--only-binary", ":all:", "--python-version", "3.11",
-             "--implementation", "cp", "--abi", "cp311"] + platforms + ["torch==%s" % TORCH_VERSION])
+        pip_target(site, platforms, "torch", TORCH_VERSION)
         shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)
         return tar_layer(tmp, key)
 
@@ -711,9 +815,10 @@ def engine_wheel(engine, version):
         log("downloading the %s %s release wheel from PyPI" % (engine, version))
         extra = ["--python-version", "3.12", "--platform", "manylinux_2_31_aarch64"] \
             if engine == "vllm" else []
-        run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-             "--no-deps", "--only-binary", ":all:", "-d", wdir] + extra
-            + ["%s==%s" % (engine, version)])
+        download("the %s %s wheel" % (engine, version), "the package index pip uses",
+                 [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                  "--no-deps", "--only-binary", ":all:", "-d", wdir] + extra + ["%s==%s" % (engine, version)],
+                 lambda res: wheel_ok(wdir, prefix))
         found = [f for f in os.listdir(wdir) if f.startswith(prefix) and f.endswith(".whl")]
     if not found:
         raise LabError("pip download of %s==%s left no wheel in %s" % (engine, version, wdir))

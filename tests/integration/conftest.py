@@ -99,14 +99,13 @@ def lab():
     return res
 
 
-# The slow checks that need no lab - ansible-lint, ansible-test sanity and units - start in a
-# background thread as soon as the tests are collected, one after the other (sanity and units
-# share build/ansible-test), at a lower CPU priority, beside the lab tests; test_90_static
+# The slow checks that need no lab - ansible-lint, ansible-test sanity, the controller matrix - start in a
+# background thread as soon as the tests are collected, one after the other (the matrix's sanity
+# runs build beside build/ansible-test), at a lower CPU priority, beside the lab tests; test_90_static
 # reads their results at the end. Run alone (-k, one file), they run inline.
 STATIC_CHECKS = {
     "lint": ([os.path.join(BIN, "ansible-lint"), "--nocolor"], 1200),
     "sanity": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "sanity"], 1800),
-    "units": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "units", "--venv", "--requirements"], 1200),
     # unit tests and sanity on the oldest and newest supported ansible-core (tests/controller-matrix.txt)
     "matrix": ([os.path.join(ROOT, "tests", "controller-matrix.sh")], 2400),
 }
