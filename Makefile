@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 setup: deps venv
 
-deps:  ## Debian packages: docker.io, docker-registry, sshd, debootstrap, tini, ...
+deps:  ## Debian packages (docker.io, docker-registry, sshd, debootstrap, tini, ...), promtool and trixie's Docker unpacked
 	$(PYTHON) lab/sparklab.py deps
 
 venv: $(VENV)/.installed

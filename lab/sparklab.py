@@ -1501,6 +1501,10 @@ def cmd_deps(args):
         raise LabError("installing packages needs root; found uid %d" % os.geteuid())
     ensure_packages()
     ensure_promtool()
+    # fetched here, on this machine's network, not when a test first asks for a --docker26 host:
+    # the suite's second lane runs in a network namespace of its own (lab/isolated.sh) that
+    # reaches no mirror - a fresh machine's test_28 failed there on an empty package list
+    ensure_docker26()
     return 0
 
 

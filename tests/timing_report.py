@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """docs/testing.md from a timings file that `make test` wrote (tests/suite_timing.py).
 
 Usage: python3 tests/timing_report.py [tests/output/timings.json] [--out docs/testing.md]

@@ -1,4 +1,9 @@
-"""The fabric role on the lab: the sockets-only environment over enp1s0f1np1, and its faults."""
+"""The fabric role on the lab: the sockets-only environment over enp1s0f1np1, and its faults.
+
+What only a deploy shows (the env file reaches the Ray containers, a changed variable recreates
+them) runs deploy.yml; the fabric's own checks and faults run the phase alone (`--tags fabric`:
+preflight, the lock, the fabric phase and the rescue, not the image, memory, Ray and engine
+phases around it), the cheapest run that shows what the operator reads."""
 from conftest import playbook, run, ssh
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
@@ -6,6 +11,11 @@ SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 
 def deploy(*extra):
     return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+
+
+def fabric_phase(*extra):
+    """The fabric phase alone, as an operator runs it: deploy.yml --tags fabric."""
+    return playbook("deploy.yml", "-i", "inventories/lab", "--tags", "fabric", *extra)
 
 
 def in_spark2(*argv):
@@ -18,7 +28,7 @@ def env_file(ip):
 
 
 def test_environment_file_on_every_host(lab):
-    res = deploy("-e", "deploy_fast_rerun=false")  # the fabric phase itself, even on a serving lab
+    res = fabric_phase()  # the fabric phase itself, whatever the lab serves
     assert res.returncode == 0, res.out[-3000:]
     flat = " ".join(res.out.split())  # the callback wraps long messages
     assert "spark1: enp1s0f1np1 192.168.77.11/24 MTU 9000, no RDMA: sockets only, 1 peer(s) reached" in flat
@@ -31,6 +41,8 @@ def test_environment_file_on_every_host(lab):
 
 
 def test_ray_containers_carry_the_environment(lab):
+    res = deploy()  # serving (a re-run with nothing to change where the lab serves already)
+    assert res.returncode == 0, res.out[-3000:]
     out = ssh(SPARK2, "docker exec sparkops-ray-worker printenv NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME").out
     assert out.split() == ["enp1s0f1np1", "enp1s0f1np1"]
 
@@ -50,7 +62,7 @@ def test_extra_variable_changes_the_file_and_recreates_ray(lab):
 def test_unreachable_peer_is_named_as_a_pair(lab):
     assert in_spark2("iptables", "-w", "-I", "INPUT", "-s", "192.168.77.11", "-j", "DROP").returncode == 0
     try:
-        res = deploy("-e", "fabric_peer_timeout=1")
+        res = fabric_phase("-e", "fabric_peer_timeout=1")
     finally:
         in_spark2("iptables", "-w", "-D", "INPUT", "-s", "192.168.77.11", "-j", "DROP")
     assert res.returncode != 0
@@ -60,7 +72,7 @@ def test_unreachable_peer_is_named_as_a_pair(lab):
 def test_fabric_link_down_is_named_with_the_pairs_it_cuts(lab):
     assert in_spark2("ip", "link", "set", "enp1s0f1np1", "down").returncode == 0
     try:
-        res = deploy("-e", "fabric_peer_timeout=1")
+        res = fabric_phase("-e", "fabric_peer_timeout=1")
     finally:
         in_spark2("ip", "link", "set", "enp1s0f1np1", "up")
     assert res.returncode != 0
@@ -72,7 +84,7 @@ def test_fabric_link_down_is_named_with_the_pairs_it_cuts(lab):
 def test_mtu_mismatch_is_named(lab):
     assert in_spark2("ip", "link", "set", "enp1s0f1np1", "mtu", "1500").returncode == 0
     try:
-        res = deploy()
+        res = fabric_phase()
     finally:
         in_spark2("ip", "link", "set", "enp1s0f1np1", "mtu", "9000")
     assert res.returncode != 0
@@ -80,7 +92,7 @@ def test_mtu_mismatch_is_named(lab):
 
 
 def test_subnet_matching_no_interface(lab):
-    res = deploy("-e", '{"fabric_address": null, "sparkops_fabric_subnet": "192.168.99.0/24"}')
+    res = fabric_phase("-e", '{"fabric_address": null, "sparkops_fabric_subnet": "192.168.99.0/24"}')
     assert res.returncode != 0
     assert "no interface on this host has an address in fabric_subnet 192.168.99.0/24" in " ".join(res.out.split())
 
@@ -91,7 +103,7 @@ def no_preflight_container_left():
 
 
 def test_gloo_preflight_over_the_fabric(lab):
-    res = deploy("-e", "fabric_preflight=true")
+    res = fabric_phase("-e", "fabric_preflight=true")
     assert res.returncode == 0, res.out[-3000:]
     flat = " ".join(res.out.split())
     for host in ("spark1", "spark2"):
@@ -103,7 +115,7 @@ def test_preflight_that_hangs_times_out_and_leaves_nothing(lab):
     block = ["iptables", "-w", "-I", "OUTPUT", "-d", "192.168.77.11", "-p", "tcp", "--dport", "29511", "-j", "DROP"]
     assert in_spark2(*block).returncode == 0
     try:
-        res = deploy("-e", "fabric_preflight=true", "-e", "fabric_preflight_timeout=10")
+        res = fabric_phase("-e", "fabric_preflight=true", "-e", "fabric_preflight_timeout=10")
     finally:
         in_spark2(*(["iptables", "-w", "-D"] + block[3:]))
     assert res.returncode != 0

@@ -1,4 +1,9 @@
-"""gpu_memory on the lab: the old model really stopped, recorded, memory freed, restored."""
+"""gpu_memory on the lab: the old model really stopped, recorded, memory freed, restored.
+
+The phase runs alone (`deploy.yml --tags gpu_memory`: preflight, the lock, the memory phase, the
+rescue), as an operator may run it: what it stops, records, waits for and refuses is the phase's
+own, and no Ray or engine start is needed to show it. That a failure after the stop in a whole
+deploy gives the services back is test_27_nothing_lost's."""
 import json
 
 import pytest
@@ -14,7 +19,7 @@ def running(host_ip):
 
 
 def memory_play(*extra):
-    return playbook("deploy.yml", "-i", "inventories/lab", *extra)
+    return playbook("deploy.yml", "-i", "inventories/lab", "--tags", "gpu_memory", *extra)
 
 
 @pytest.fixture
@@ -45,10 +50,9 @@ def test_deploy_stops_records_frees_then_restore_brings_back(old_model):
         assert nvidia_smi_mib(ip) == 0  # the stand-in's count follows real processes
         record = json.loads(ssh(ip, "cat %s" % RECORD).out)
         assert [e["name"] for e in record["stopped"]] == ["old-vllm", "embeddings-embed-1"]
-    # running again stops nothing and keeps the first record (the phase itself: not skipped by
-    # the re-run check, which would find nothing to change)
+    # running again stops nothing and keeps the first record
     first = ssh(HOSTS[0], "cat %s" % RECORD).out
-    res = memory_play("-e", "deploy_fast_rerun=false")
+    res = memory_play()
     assert res.returncode == 0, res.out[-3000:]
     assert "stopped nothing (0 MiB of GPU memory)" in res.out
     assert ssh(HOSTS[0], "cat %s" % RECORD).out == first
@@ -62,8 +66,6 @@ def test_deploy_stops_records_frees_then_restore_brings_back(old_model):
 
 
 def test_check_mode_reports_and_stops_nothing(old_model):
-    # after the deploy above: check mode pulls nothing, so the candidates must be on the hosts
-    # for it to get as far as the memory phase (the test stands on its own in any lane)
     res = memory_play("--check", "--diff")
     assert res.returncode == 0, res.out[-3000:]
     assert "would stop old-vllm, embeddings-embed-1 (43008 MiB of GPU memory)" in res.out
