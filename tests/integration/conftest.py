@@ -74,6 +74,26 @@ def still_serves():
 LAB_HOSTS = ("10.77.0.11", "10.77.0.12")
 
 
+def gpu_mib(host_ip):
+    """The GPU memory of each compute process, as the lab's nvidia-smi stand-in counts it, sorted."""
+    out = ssh(host_ip, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits").out
+    return sorted(int(line.split(",")[1]) for line in out.splitlines() if line.strip())
+
+
+def only_the_old_model_is_left(host_ip, record="/var/lib/sparkops/gpu_memory_stopped.json"):
+    """What a restore (a rollback, or teardown with sparkops_restore) leaves on a lab host: the old
+    model's two containers and nothing else, even stopped; their GPU memory held again; the record
+    of what was stopped used once (put aside as .restored, in the order they were stopped)."""
+    every = sorted(ssh(host_ip, "docker ps -a --format '{{.Names}}'").out.split())
+    assert every == ["embeddings-embed-1", "old-vllm"], (host_ip, every)
+    assert sorted(ssh(host_ip, "docker ps --format '{{.Names}}'").out.split()) == every
+    assert gpu_mib(host_ip) == [2048, 40960], host_ip
+    assert ssh(host_ip, "test -e %s" % record).returncode != 0, host_ip
+    import json  # pylint: disable=import-outside-toplevel
+    restored = json.loads(ssh(host_ip, "cat %s.restored" % record).out)
+    assert [e["name"] for e in restored["stopped"]] == ["old-vllm", "embeddings-embed-1"], (host_ip, restored)
+
+
 def old_model_only():
     """The lab as before any deploy: nothing of ours runs or is left on the hosts (containers, the
     collection's files and records, a lock a killed test run left), the old model running. The
