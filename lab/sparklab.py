@@ -751,12 +751,21 @@ def wheel_ok(wdir, prefix):
     return None
 
 
+def dist_info_in(site, name, version):
+    """The dist-info directory of NAME at VERSION under site, or None; a local version label may
+    follow the version (the CPU build of torch installs torch-2.13.0+cpu.dist-info)."""
+    prefix = "%s-%s" % (name, version)
+    found = [f for f in (os.listdir(site) if os.path.isdir(site) else [])
+             if f.startswith(prefix) and f.endswith(".dist-info") and f[len(prefix)] in ".+"]
+    return found[0] if found else None
+
+
 def pip_target(site, platforms, name, version):
     """pip install NAME==VERSION (cp311 binary wheels for the hosts' platform) into site, checked:
     its dist-info is there afterwards. Each attempt starts from an empty site."""
     def got(res):  # pylint: disable=unused-argument
-        info = os.path.join(site, "%s-%s.dist-info" % (name, version))
-        return None if os.path.isdir(info) else "pip ended without %s" % info
+        return None if dist_info_in(site, name, version) else \
+            "pip ended without %s-%s*.dist-info in %s" % (name, version, site)
     download("%s %s (cp311 wheels)" % (name, version), "the package index pip uses",
              [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
               "--target", site, "--only-binary", ":all:", "--python-version", "3.11",

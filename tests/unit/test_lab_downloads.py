@@ -75,3 +75,13 @@ def test_a_cut_wheel_is_removed_and_named(tmp_path):
     problem = sparklab.wheel_ok(str(tmp_path), "vllm-0.14.0-")
     assert "is not a whole wheel" in problem and not os.listdir(tmp_path)
     assert sparklab.wheel_ok(str(tmp_path), "vllm-0.14.0-") == "no vllm-0.14.0-*.whl in %s" % tmp_path
+
+
+def test_an_install_is_checked_by_its_dist_info_local_version_label_included(tmp_path):
+    # what pip --target leaves for the CPU build of torch and for ray (seen in the lab cache's layers)
+    for name in ("torch-2.13.0+cpu.dist-info", "ray-2.60.0.dist-info"):
+        (tmp_path / name).mkdir()
+    assert sparklab.dist_info_in(str(tmp_path), "torch", "2.13.0") == "torch-2.13.0+cpu.dist-info"
+    assert sparklab.dist_info_in(str(tmp_path), "ray", "2.60.0") == "ray-2.60.0.dist-info"
+    assert sparklab.dist_info_in(str(tmp_path), "ray", "2.6") is None  # not a prefix of another version
+    assert sparklab.dist_info_in(str(tmp_path / "absent"), "ray", "2.60.0") is None
