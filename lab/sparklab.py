@@ -174,8 +174,8 @@ def download(what, source, argv, got, before=None, **kw):
             time.sleep(DOWNLOAD_PAUSE)
     raise LabError("could not fetch %s from %s (%d attempts): %s\ncommand: %s\nCheck that this machine "
                    "reaches %s (its apt and pip configuration), then run the command again: what was "
-                   "fetched before is kept in %s" % (what, source, DOWNLOAD_ATTEMPTS, problem, " ".join(argv),
-                                                       source, CACHE))
+                   "fetched before is kept in %s"
+                   % (what, source, DOWNLOAD_ATTEMPTS, problem, " ".join(argv), source, CACHE))
 
 
 def apt_failures(res):
@@ -624,7 +624,9 @@ def file_digest(*paths):
 # DOCKER_MIN_API_VERSION, which Docker 29 raises to 1.44 by default). trixie's runc needs a newer
 # glibc than bookworm's: the machine's runc serves both Dockers.
 DOCKER26 = os.path.join(CACHE, "docker26")
-DOCKER26_PACKAGES = ("docker.io", "containerd")
+# tini: trixie's docker.io ships /usr/bin/docker-init as a link to tini-static, which tini brings
+# (without it `docker run --init` fails on such a host, and every `lab up` fetched again)
+DOCKER26_PACKAGES = ("docker.io", "containerd", "tini")
 DOCKER26_BINARIES = ("usr/sbin/dockerd", "usr/sbin/docker-proxy", "usr/bin/docker-init", "usr/bin/containerd",
                      "usr/bin/containerd-shim-runc-v2", "usr/bin/ctr")
 DOCKER26_MIN_API = "1.44"
@@ -635,7 +637,7 @@ def ensure_docker26():
     bindir = os.path.join(DOCKER26, "bin")
     if all(os.path.exists(os.path.join(bindir, os.path.basename(b))) for b in DOCKER26_BINARIES):
         return bindir
-    log("fetching Debian trixie's docker.io and containerd (unpacked into %s; nothing installed)" % DOCKER26)
+    log("fetching Debian trixie's docker.io, containerd and tini (unpacked into %s; nothing installed)" % DOCKER26)
     apt, debs, root = (os.path.join(DOCKER26, d) for d in ("apt", "debs", "root"))
     for d in (os.path.join(apt, "lists", "partial"), os.path.join(apt, "cache", "archives", "partial"), debs):
         os.makedirs(d, exist_ok=True)
@@ -657,6 +659,11 @@ def ensure_docker26():
         link = os.path.join(bindir, os.path.basename(b))
         if not os.path.lexists(link):
             os.symlink(os.path.join(root, b), link)
+    dangling = [b for b in DOCKER26_BINARIES if not os.path.exists(os.path.join(bindir, os.path.basename(b)))]
+    if dangling:
+        raise LabError("the unpacked packages (%s) lack %s (under %s): a package of trixie now puts it elsewhere "
+                       "or in another package; add that package to DOCKER26_PACKAGES in lab/sparklab.py"
+                       % (", ".join(sorted(os.listdir(debs))), ", ".join(dangling), root))
     version = run([os.path.join(bindir, "dockerd"), "--version"]).stdout.strip()
     log("current Docker ready: %s" % version)
     return bindir

@@ -86,8 +86,8 @@ def summary(results):
     """The totals and the most expensive tests, as plain data (also what the report reads)."""
     by_file = {}
     for r in results:
-        f = by_file.setdefault(r["test"].split("::", 1)[0], {"tests": 0, "wall": 0.0, "machine_cpu_s": 0.0,
-                                                            "children_cpu_s": 0.0, "deploys": 0})
+        empty = {"tests": 0, "wall": 0.0, "machine_cpu_s": 0.0, "children_cpu_s": 0.0, "deploys": 0}
+        f = by_file.setdefault(r["test"].split("::", 1)[0], empty)
         f["tests"] += 1
         for k in ("wall", "machine_cpu_s", "children_cpu_s"):
             f[k] += r[k]

@@ -1,6 +1,8 @@
 """docs/testing.md from a timings file that `make test` wrote (tests/suite_timing.py).
 
 Usage: python3 tests/timing_report.py [tests/output/timings.json] [--out docs/testing.md]
+                                      [--baseline OLD_TIMINGS.json]
+With --baseline, a table of each file's wall and machine CPU-seconds in both runs, and the ratio.
 """
 import argparse
 import json
@@ -50,8 +52,8 @@ def render(data, source):
     for path, f in sorted(by_file.items(), key=lambda kv: -kv[1]["machine_cpu_s"]):
         lines.append("| %s | %d | %d | %.0f | %.0f | %.0f |" % (
             path, f["tests"], f["deploys"], f["wall"], f["machine_cpu_s"], f["children_cpu_s"]))
-    total = {k: sum(f[k] for f in by_file.values()) for k in ("tests", "deploys", "wall", "machine_cpu_s",
-                                                               "children_cpu_s")}
+    keys = ("tests", "deploys", "wall", "machine_cpu_s", "children_cpu_s")
+    total = {k: sum(f[k] for f in by_file.values()) for k in keys}
     lines.append("| **all** | %d | %d | %.0f | %.0f | %.0f |" % (
         total["tests"], total["deploys"], total["wall"], total["machine_cpu_s"], total["children_cpu_s"]))
     lines += ["", "## The %d most expensive tests" % len(top), "",
@@ -76,14 +78,49 @@ def render(data, source):
     return "\n".join(lines) + "\n"
 
 
+def compare(data, baseline, source):
+    """Each file's seconds in a baseline run and in this one, side by side, with the ratio."""
+    now, dummy = summary(data["tests"])
+    then, dummy = summary(baseline["tests"])
+    lines = ["", "## Against the baseline run (%s, %s)" % (source, baseline.get("written", "?")), "",
+             "| file | deploys then | deploys now | wall s then | wall s now | machine CPU-s then | "
+             "machine CPU-s now | CPU ratio |", "|---|---|---|---|---|---|---|---|"]
+
+    def cell(entry, key):
+        return "%.0f" % entry[key] if entry else "-"
+
+    small = 0
+    for path in sorted(set(now) | set(then), key=lambda p: -then.get(p, now.get(p))["machine_cpu_s"]):
+        a, b = then.get(path), now.get(path)
+        if max(a["wall"] if a else 0, b["wall"] if b else 0) < 5:
+            small += 1
+            continue
+        ratio = "%.2fx" % (b["machine_cpu_s"] / a["machine_cpu_s"]) if a and b and a["machine_cpu_s"] else "-"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            path, cell(a, "deploys"), cell(b, "deploys"), cell(a, "wall"), cell(b, "wall"),
+            cell(a, "machine_cpu_s"), cell(b, "machine_cpu_s"), ratio))
+    tot = [{k: sum(f[k] for f in x.values()) for k in ("deploys", "wall", "machine_cpu_s")} for x in (then, now)]
+    lines.append("| **all** | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2fx |" % (
+        tot[0]["deploys"], tot[1]["deploys"], tot[0]["wall"], tot[1]["wall"], tot[0]["machine_cpu_s"],
+        tot[1]["machine_cpu_s"], tot[1]["machine_cpu_s"] / tot[0]["machine_cpu_s"] if tot[0]["machine_cpu_s"] else 0))
+    lines += ["", "%d files under 5 s in both runs are left out of the table, not the totals. With two lanes each "
+              "test's machine CPU-s also holds the other lane's work, so a column's sum counts the machine about twice."
+              % small]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("timings", nargs="?", default=os.path.join(ROOT, "tests", "output", "timings.json"))
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "testing.md"))
+    parser.add_argument("--baseline", help="an earlier run's timings.json, to compare file by file")
     args = parser.parse_args(argv)
     with open(args.timings) as f:
         data = json.load(f)
     text = render(data, os.path.relpath(args.timings, ROOT))
+    if args.baseline:
+        with open(args.baseline) as f:
+            text += compare(data, json.load(f), os.path.basename(args.baseline))
     with open(args.out, "w") as f:
         f.write(text)
     print("wrote %s (%d tests)" % (args.out, len(data["tests"])))

@@ -77,13 +77,6 @@ def test_deploy_on_the_lab_twice(lab, tmp_path):
     assert check.returncode == 0 and "SUCCESS: 3 rules found" in check.out, check.out
 
 
-def test_deploy_check_mode(lab, tmp_path):
-    res = playbook("deploy.yml", "-i", "inventories/lab", "--check", env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
-    assert res.returncode == 0, res.out[-3000:]
-    # a dry run writes no report (latest.json stays the last real deploy's)
-    assert list(tmp_path.iterdir()) == []
-
-
 def task_section(out, title):
     """What the play printed under the task whose title holds `title` (its results and diffs)."""
     parts = [p for p in out.split("TASK [")[1:] if title in p.split("\n", 1)[0]]
@@ -97,7 +90,9 @@ def containers(ip):
 
 def test_check_diff_shows_each_host_what_would_change_and_writes_nothing(lab, tmp_path):
     """On a serving cluster, a changed fabric variable under --check --diff: each host's env file
-    diff, the Ray containers and the engine that would be recreated; afterwards nothing differs."""
+    diff, the Ray containers and the engine that would be recreated; afterwards nothing differs and
+    no report was written (a dry run's; latest.json stays the last real deploy's). This check-mode
+    run is the suite's one: a plain --check of the same cluster proved only the last two."""
     res = playbook("deploy.yml", "-i", "inventories/lab")
     assert res.returncode == 0, res.out[-3000:]
     before = {ip: containers(ip) for ip in ("10.77.0.11", "10.77.0.12")}

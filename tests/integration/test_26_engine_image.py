@@ -197,8 +197,10 @@ def test_a_broken_gpu_runtime_is_named_before_anything_is_stopped(old_model):
      "the registry refused %s/sparkops/lab-vllm:0.17.0" % AUTH_REG),
 ])
 def test_bad_candidates_are_named(lab, candidates, expected):
-    res = deploy("-e", json.dumps({"sparkops_engine_candidates": candidates, "engine_image_pull_retries": 1,
-                                   "engine_image_pull_backoff": 0, "engine_image_pull_timeout": 5}))
+    """probe.yml: the pull, probe and selection of the engine_image phase, without the lock, the
+    rescue and the report around it - what names a bad candidate is the phase's own."""
+    res = probe_play("-e", json.dumps({"sparkops_engine_candidates": candidates, "engine_image_pull_retries": 1,
+                                       "engine_image_pull_backoff": 0, "engine_image_pull_timeout": 5}))
     assert res.returncode != 0
     assert expected in flat(res.out), flat(res.out)[-2500:]
     assert ssh(HOSTS[0], "test -e /tmp/pwned").returncode != 0  # an argv element, never a shell
@@ -212,7 +214,7 @@ def test_model_config_errors(lab, tmp_path):
         path = "/opt/models/none" if content is None else "/opt/models/broken"
         if content is not None:
             ssh(HOSTS[0], "mkdir -p %s && printf '%%s' '%s' > %s/config.json" % (path, content, path))
-        res = deploy("-e", "sparkops_model_path=" + path)
+        res = probe_play("-e", "sparkops_model_path=" + path)  # the phase's model check, as probe.yml runs it
         assert res.returncode != 0
         assert expected in flat(res.out), flat(res.out)[-2000:]
     ssh(HOSTS[0], "rm -rf /opt/models/broken")
