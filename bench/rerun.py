@@ -11,13 +11,18 @@ and run by run, so that the machine's load hits them alike:
 - cold: `teardown.yml` first (not timed: the engine images stay on the hosts), then `deploy.yml`;
 - re-run: `deploy.yml` again, nothing to change (changed=0 is checked on every host).
 
-Printed: wall-clock seconds (median, min, max), re-run / cold for each tree, ours / baseline,
-and the modules each run sent to the head and to a worker per phase - the round trips over
-ssh, counted by bench/callback_plugins/sparkops_calls.py. Nothing here asserts a time.
+Printed: wall-clock seconds (median, min, max), re-run / cold for each tree, ours / baseline;
+the CPU-seconds each run cost - the controller's (ansible-playbook and every process it waited for:
+its forks, ssh) and the whole machine's (/proc/stat: the lab's hosts, their sshd and dockerd, Ray
+and the engine stand-in are all on this machine) - with ours / baseline; the tasks each host ran
+(its recap's ok + skipped + failed: a task skipped by its condition still costs a fork on the
+controller) and the modules each run sent to the head and to a worker, per phase - the round trips
+over ssh, counted by bench/callback_plugins/sparkops_calls.py. Nothing here asserts a time.
 """
 import argparse
 import collections
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,21 +58,49 @@ def baseline_tree(ref):
     return path, commit[:9]
 
 
+def machine_cpu():
+    """CPU-seconds the whole machine has spent (every core, not idle or iowait) - /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # user nice system idle iowait irq softirq steal
+    return busy / float(os.sysconf("SC_CLK_TCK"))
+
+
+def controller_cpu():
+    """CPU-seconds of the processes this one has waited for (ansible-playbook, its forks, ssh)."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def recap_tasks(out):
+    """{host: tasks it ran} from the PLAY RECAP (ok counts changed ones; skipped ones cost a fork)."""
+    tasks = {}
+    for line in out.splitlines():
+        if " : ok=" not in line:
+            continue
+        host, counts = line.split(" : ", 1)
+        vals = dict(part.split("=") for part in counts.split())
+        tasks[host.strip()] = tasks.get(host.strip(), 0) + sum(int(vals.get(k, 0)) for k in ("ok", "skipped", "failed"))
+    return tasks
+
+
 def playbook(tree, name, calls=None):
+    """Run playbooks/NAME from TREE: {wall, controller, machine, out}."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
         [os.path.join(tree, ".collections"), os.path.expanduser("~/.ansible/collections")]),
         ANSIBLE_NOCOLOR="1")
     if calls:
         env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "bench", "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="sparkops_calls", SPARKOPS_CALLS_FILE=calls)
-    t0 = time.monotonic()
+    t0, c0, m0 = time.monotonic(), controller_cpu(), machine_cpu()
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/" + name, "-i", "inventories/lab"],
                          cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          check=False)
-    took = time.monotonic() - t0
+    took = {"wall": time.monotonic() - t0, "controller": controller_cpu() - c0, "machine": machine_cpu() - m0,
+            "out": res.stdout}
     if res.returncode != 0:
         raise SystemExit("%s in %s failed:\n%s" % (name, tree, res.stdout[-3000:]))
-    return took, res.stdout
+    return took
 
 
 def count(calls, head="spark1", worker="spark2"):
@@ -90,48 +123,68 @@ def main():
     base, base_commit = baseline_tree(ref)
     dirty = " + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else ""
     trees = [("baseline " + base_commit, base), ("this tree" + dirty, ROOT)]
-    times = collections.defaultdict(list)
-    calls = {}
+    runs = collections.defaultdict(list)  # (label, case) -> [playbook() results]
+    calls = {}  # (label, case) -> count() of the last run
     for run in range(args.runs):
         for label, tree in (trees if run % 2 == 0 else trees[::-1]):
             playbook(tree, "teardown.yml")
-            cold, dummy = playbook(tree, "deploy.yml")
-            with tempfile.NamedTemporaryFile(prefix="calls-", delete=False) as tmp:
-                path = tmp.name
-            rerun, out = playbook(tree, "deploy.yml", calls=path)
-            recap = [l for l in out.splitlines() if l.startswith(("spark1 ", "spark2 "))]
-            if not recap or not all("changed=0" in l for l in recap):
-                raise SystemExit("%s: the re-run changed something:\n%s" % (label, "\n".join(recap)))
-            calls[label] = count(path)
-            os.unlink(path)
-            times[(label, "cold")].append(cold)
-            times[(label, "re-run")].append(rerun)
-            print("run %d %-34s cold %5.1f s  re-run %5.1f s" % (run + 1, label, cold, rerun), flush=True)
+            for case in ("cold", "re-run"):
+                with tempfile.NamedTemporaryFile(prefix="calls-", delete=False) as tmp:
+                    path = tmp.name
+                took = playbook(tree, "deploy.yml", calls=path)
+                calls[(label, case)] = count(path)
+                os.unlink(path)
+                recap = [line for line in took["out"].splitlines() if line.startswith(("spark1 ", "spark2 "))]
+                if case == "re-run" and (not recap or not all("changed=0" in line for line in recap)):
+                    raise SystemExit("%s: the re-run changed something:\n%s" % (label, "\n".join(recap)))
+                took["tasks"] = recap_tasks(took["out"])
+                runs[(label, case)].append(took)
+            print("run %d %-34s cold %5.1f s %5.1f CPU-s  re-run %5.1f s %5.1f CPU-s" % (
+                run + 1, label, runs[(label, "cold")][-1]["wall"], runs[(label, "cold")][-1]["machine"],
+                runs[(label, "re-run")][-1]["wall"], runs[(label, "re-run")][-1]["machine"]), flush=True)
+    report(trees, runs, calls)
 
-    def med(label, case):
-        return statistics.median(times[(label, case)])
 
-    print("\n%-34s %-7s %7s %7s %7s" % ("tree", "case", "median", "min", "max"))
-    for label, dummy in trees:
-        for case in ("cold", "re-run"):
-            t = times[(label, case)]
-            print("%-34s %-7s %6.1fs %6.1fs %6.1fs" % (label, case, statistics.median(t), min(t), max(t)))
+def med(runs, label, case, key):
+    return statistics.median(r[key] for r in runs[(label, case)])
+
+
+def report(trees, runs, calls):
+    """The tables: seconds, CPU-seconds, tasks and module calls per host, ours against the baseline."""
+    (bl, dummy), (ours, dummy) = trees
+    for key, what in (("wall", "wall-clock seconds"), ("controller", "controller CPU-s"),
+                      ("machine", "machine CPU-s (controller + the lab's hosts)")):
+        print("\n%s\n%-34s %-7s %7s %7s %7s" % (what, "tree", "case", "median", "min", "max"))
+        for label, dummy in trees:
+            for case in ("cold", "re-run"):
+                vals = [r[key] for r in runs[(label, case)]]
+                print("%-34s %-7s %7.1f %7.1f %7.1f" % (label, case, statistics.median(vals), min(vals), max(vals)))
+        print("%-34s ours / baseline: cold %.2fx, re-run %.2fx" % (
+            "", med(runs, ours, "cold", key) / med(runs, bl, "cold", key),
+            med(runs, ours, "re-run", key) / med(runs, bl, "re-run", key)))
     print()
     for label, dummy in trees:
-        print("%-34s re-run / cold = %.2fx" % (label, med(label, "re-run") / med(label, "cold")))
-    (bl, dummy), (ours, dummy) = trees
-    print("%-34s ours / baseline: cold %.2fx, re-run %.2fx" % (
-        "", med(ours, "cold") / med(bl, "cold"), med(ours, "re-run") / med(bl, "re-run")))
-    print("\nmodules sent per re-run (round trips over ssh), head spark1 / worker spark2:")
-    print("%-14s" % "phase" + "".join("%22s" % label[:20] for label, dummy in trees))
-    for phase in PHASES + ["total"]:
+        print("%-34s re-run / cold = %.2fx (wall)" % (label, med(runs, label, "re-run", "wall") /
+                                                      med(runs, label, "cold", "wall")))
+    print("\ntasks each host ran (ok + skipped + failed in its recap), head spark1 / worker spark2:")
+    print("%-8s" % "case" + "".join("%22s" % label[:20] for label, dummy in trees))
+    for case in ("cold", "re-run"):
         cells = []
         for label, dummy in trees:
-            per = calls[label]
-            h = sum(per["spark1"].values()) if phase == "total" else per["spark1"][phase]
-            w = sum(per["spark2"].values()) if phase == "total" else per["spark2"][phase]
-            cells.append("%22s" % ("%d / %d" % (h, w)))
-        print("%-14s" % phase + "".join(cells))
+            tasks = runs[(label, case)][-1]["tasks"]
+            cells.append("%22s" % ("%d / %d" % (tasks.get("spark1", 0), tasks.get("spark2", 0))))
+        print("%-8s" % case + "".join(cells))
+    for case in ("cold", "re-run"):
+        print("\nmodules sent per %s deploy (round trips over ssh), head spark1 / worker spark2:" % case)
+        print("%-14s" % "phase" + "".join("%22s" % label[:20] for label, dummy in trees))
+        for phase in PHASES + ["total"]:
+            cells = []
+            for label, dummy in trees:
+                per = calls[(label, case)]
+                h = sum(per["spark1"].values()) if phase == "total" else per["spark1"][phase]
+                w = sum(per["spark2"].values()) if phase == "total" else per["spark2"][phase]
+                cells.append("%22s" % ("%d / %d" % (h, w)))
+            print("%-14s" % phase + "".join(cells))
 
 
 if __name__ == "__main__":
