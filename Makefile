@@ -40,18 +40,18 @@ deploy: venv
 status: venv
 	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/lab
 
-# Three lanes (pytest-xdist workers), each with a lab of its own: gw0 on this machine's network,
-# gw1 and gw2 through lab/isolated.sh (namespaces of their own); tests/integration/conftest.py says
-# which test files run where. The lab images are built once, before the lanes start, for all.
-ISOLATED_LANES := b c
-LANES := --dist loadscope --tx popen $(foreach l,$(ISOLATED_LANES),--tx 'popen//python=$(CURDIR)/lab/isolated.sh $(l) $(CURDIR)/$(BIN)/python')
+# Two lanes (pytest-xdist workers), each with a lab of its own: gw0 on this machine's network,
+# gw1 through lab/isolated.sh (namespaces of its own); tests/integration/conftest.py says which
+# test files run where. The lab images are built once, before the lanes start, for both.
+LANE := b
+LANES := --dist loadscope --tx popen --tx 'popen//python=$(CURDIR)/lab/isolated.sh $(LANE) $(CURDIR)/$(BIN)/python'
 
 # The suite starts on fresh lab hosts, as on a new machine: a run killed before (a session's end,
 # Ctrl-C) leaves its hosts' disks behind - a deploy's lock, its records of what it stopped, its
 # containers - and tests that expect a lab with nothing of ours on it would inherit them.
 test: setup  ## every test; ends with pytest's summary line
 	$(PYTHON) lab/sparklab.py down --purge
-	rm -rf $(foreach l,$(ISOLATED_LANES),/var/lib/sparkops-lab.$(l))
+	rm -rf /var/lib/sparkops-lab.$(LANE)
 	$(PYTHON) lab/sparklab.py images
 	SPARKOPS_TIMINGS=$(CURDIR)/tests/output/timings.json PYTHONPATH=$(CURDIR)/tests \
 	    $(BIN)/pytest -p no:cacheprovider -p suite_timing -ra $(LANES) tests/unit tests/integration

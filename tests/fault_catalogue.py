@@ -9,7 +9,7 @@ left running). This reads the markers from the test files (no test runs) and wri
 table; tests/integration/test_90_static.py fails when docs/faults.md is not what it writes.
 The level where each case is proven (a whole deploy, a phase run alone with its tag, ray.yml,
 teardown.yml, a module called with `ansible -m`, ...) is read from what the test and the helpers
-of its file that it calls run: the playbooks and tags named in their calls.
+it calls run (those of its file, and conftest.py's): the playbooks and tags named in their calls.
 
     python3 tests/fault_catalogue.py          # write docs/faults.md (make faults-doc)
     python3 tests/fault_catalogue.py --check  # exit 1 when docs/faults.md is out of date
@@ -86,16 +86,24 @@ def _level_text(found):
     return ", ".join(level + (" x%d" % n if n > 1 else "") for level, n in counts.items()) or "-"
 
 
+def _helpers(tree):
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("test_")}
+
+
 def cases(tests_dir=TESTS):
     """[{file, test, fault, inject, message, left, params}] in file and line order."""
     found = []
+    shared = {}  # conftest.py's helpers (engine_phase, ...), which a test file's own override
+    if os.path.exists(os.path.join(tests_dir, "conftest.py")):
+        with open(os.path.join(tests_dir, "conftest.py")) as f:
+            shared = _helpers(ast.parse(f.read()))
     for name in sorted(os.listdir(tests_dir)):
         if not (name.startswith("test_") and name.endswith(".py")):
             continue
         path = os.path.join(tests_dir, name)
         with open(path) as f:
             tree = ast.parse(f.read(), path)
-        helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("test_")}
+        helpers = dict(shared, **_helpers(tree))
         for node in tree.body:
             if not isinstance(node, ast.FunctionDef):
                 continue

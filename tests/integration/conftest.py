@@ -59,6 +59,13 @@ def playbook(*args, **kw):
     return run([os.path.join(BIN, "ansible-playbook")] + list(args), **kw)
 
 
+def engine_phase(*extra, **kw):
+    """The engine's phase as an operator runs it (deploy.yml --tags model_server: with the image
+    selection and the Ray phase it serves on): the serving engine kept aside, the new one started or
+    refused, the rescue's rollback - the deploy's own, without the memory phase and the fabric's checks."""
+    return playbook("deploy.yml", "-i", "inventories/lab", "--tags", "model_server", *extra, **kw)
+
+
 def flat(text):
     """Output with its line breaks and runs of spaces as single spaces (messages wrap)."""
     return " ".join(text.split())
@@ -169,29 +176,17 @@ def static_check(name):
 # Lanes: `make test` runs the suite in two pytest-xdist workers, each with a lab of its own.
 # gw0 runs on this machine's network (PyPI for the controller matrix, the lab at 10.77.0.0/24);
 # every other worker is started through lab/isolated.sh, in network and mount namespaces of its
-# own where the same addresses, names and paths hold another lab. The lab tests are CPU-bound in
-# bursts (a deploy) and wait in between (Ray, an engine, the watchdog's probes): three lanes keep
-# both cores busier than two (docs/testing.md). A test file runs whole in one lane (its module
-# fixtures own that lane's lab). The scheduler (pytest_xdist_make_scheduler) keeps:
+# own where the same addresses, names and paths hold a second lab. The lab tests mostly wait on
+# Ray, sshd and Docker; two lanes keep both cores busy. A test file runs whole in one lane (its
+# module fixtures own that lane's lab). The scheduler (pytest_xdist_make_scheduler) keeps:
 #   - unit tests and test_90_static in lane 0 (the static checks' thread runs there; test_90
 #     waits for it, so it comes last there);
 #   - molecule's scenarios and then test_40 (both take the lab down) as one unit, given out only
 #     when no other lab file is left to give: after them a lane has no lab;
-#   - every other lab file to whichever lane is free first, the dearest first (FILE_SECONDS: a lane
-#     that starts the longest file last ends last), then in file order.
+#   - every other lab file to whichever lane is free first, in file order.
 LANE0_ONLY = ("tests/unit/", "tests/integration/test_90_static.py")
 LAST_IN_LANE = ("tests/integration/test_30_molecule.py", "tests/integration/test_40_lab_down.py")
 LAST_UNIT = "tests/integration/[molecule, then lab down]"
-# lane-seconds per lab file in a clean-clone run (docs/testing.md; refresh when a file changes much):
-# only the order they are handed out in depends on them
-FILE_SECONDS = {
-    "tests/integration/test_27_nothing_lost.py": 800, "tests/integration/test_35_after_ready.py": 540,
-    "tests/integration/test_27_serve.py": 515, "tests/integration/test_22_ray.py": 460,
-    "tests/integration/test_23_fabric.py": 240, "tests/integration/test_26_engine_image.py": 225,
-    "tests/integration/test_29_shapes.py": 195, "tests/integration/test_20_lab.py": 165,
-    "tests/integration/test_28_mixed_store.py": 140, "tests/integration/test_24_gpu_memory.py": 105,
-    "tests/integration/test_25_role_reuse.py": 95,
-}
 
 
 class Lanes(LoadScopeScheduling):
@@ -213,9 +208,7 @@ class Lanes(LoadScopeScheduling):
         return True
 
     def _assign_work_unit(self, node):
-        allowed = [s for s in self.workqueue if self._allowed(node, s)]
-        # the dearest first; sorted() keeps file order among equals
-        scope = sorted(allowed, key=lambda s: -FILE_SECONDS.get(s, 0))[0] if allowed else None
+        scope = next((s for s in self.workqueue if self._allowed(node, s)), None)
         if scope is None:
             return  # nothing for this lane now; the scheduler asks again as its tests complete
         self.workqueue.move_to_end(scope, last=False)  # the base class hands out the first unit
@@ -224,7 +217,7 @@ class Lanes(LoadScopeScheduling):
 
 if LoadScopeScheduling is not object:
     def pytest_xdist_make_scheduler(config, log):
-        config.option.loadscopereorder = False  # Lanes orders them (FILE_SECONDS), not by test count
+        config.option.loadscopereorder = False  # file order, not the largest file first
         return Lanes(config, log)
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, playbook, ssh, still_serves
+from conftest import BIN, ROOT, engine_phase, playbook, ssh, still_serves
 from conftest import old_model_only as reset_to_the_old_model
 
 HOSTS = ("10.77.0.11", "10.77.0.12")
@@ -326,12 +326,11 @@ def test_a_rollback_whose_engine_does_not_serve_again_in_time_says_so(lab, tmp_p
     waits 0 s), it says it does not, with why, and the report too; the kept engine is left running,
     and serves once it has loaded."""
     slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "20"}}
-    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(slow))
+    res = engine_phase("-e", json.dumps(slow))
     assert res.returncode == 0, res.out[-3000:]
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
     bad = {"model_server_extra_args": ["--served-model-name", "other-name"], "model_server_restore_timeout": 0}
-    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad),
-                   env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
+    res = engine_phase("-e", json.dumps(bad), env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
     assert res.returncode != 0
     out = flat(res.out)
     assert "Rolled back: the engine and Ray containers that served before this run were started again" in out

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from conftest import LAB, flat, only_the_old_model_is_left, playbook, run, ssh, still_serves
+from conftest import LAB, engine_phase, flat, only_the_old_model_is_left, playbook, run, ssh, still_serves
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 MODEL = "/opt/models/lab-qwen3.5-tiny"
@@ -22,6 +22,9 @@ def ours(ip):
 
 @pytest.fixture(scope="module")
 def served(lab):
+    # whatever a file before left serving, this deploy starts the engine (one that finds the cluster
+    # as it left it skips every phase and reports no start)
+    ssh(SPARK1, "docker rm -f sparkops-model-server >/dev/null 2>&1 || true")
     res = deploy()
     assert res.returncode == 0, res.out[-3000:]
     return res
@@ -138,12 +141,43 @@ def test_the_rerun_check_sends_a_changed_cluster_through_every_phase(served):
     assert re.search(r"spark2: container sparkops-ray-worker: started_at was \S+, now \S+", found), found[:3000]
     assert phase_tasks(res.out)
     assert still_serves()
-    assert ssh(SPARK1, "docker start old-vllm >/dev/null").returncode == 0
+    # the old model as the deploy left it (stopped), or again where an earlier test removed it
+    started = ssh(SPARK1, "docker start old-vllm >/dev/null")
+    if "No such container" in started.out:
+        started = run(LAB + ["old-model"])
+    assert started.returncode == 0, started.out
     res = deploy()
     assert res.returncode == 0, res.out[-3000:]
     assert "full deploy: spark1: the GPU memory phase would stop old-vllm" in flat(res.out), res.out[-3000:]
     assert "old-vllm" not in ssh(SPARK1, "docker ps --format '{{.Names}}'").out.split()
     assert still_serves()
+
+
+def test_the_engine_phase_alone_serves_what_the_deploy_selected_and_changes_nothing(served):
+    """--tags model_server brings the phases it serves on (the image selection, the Ray cluster): it
+    used to fail on the Ray phase's missing facts, and --tags ray_cluster,model_server took the first
+    candidate (lab-vllm:0.14.0), recreated Ray and the engine on it and recorded that as deployed.
+    Skipping the Ray phase on purpose is stopped before anything changes, saying what to run.
+    The engine keeps the fabric's env file (fabric does not run: it was recreated without it), and
+    the whole deploy's record stays (the phases' own lacked the fabric, and the next re-run check
+    trusted it)."""
+    record = "sha256sum /var/lib/sparkops/deployed.json"
+    # the deploy's defaults (a test before may have changed a setting): left alone when they serve
+    assert deploy().returncode == 0
+    records = [ssh(ip, record).out for ip in (SPARK1, SPARK2)]
+    res = engine_phase("-e", "deploy_fast_rerun=false")
+    assert res.returncode == 0, res.out[-3000:]
+    assert [int(n) for n in re.findall(r"^spark\d +: ok=\d+ +changed=(\d+)", res.out, re.M)] == [0, 0], res.out[-3000:]
+    assert [ssh(ip, record).out for ip in (SPARK1, SPARK2)] == records
+    images = ssh(SPARK1, "docker inspect -f '{{.Config.Image}}' sparkops-ray-head sparkops-model-server").out.split()
+    assert images == ["10.77.0.5:5000/sparkops/lab-vllm:0.17.0"] * 2, images
+    res = engine_phase("--skip-tags", "ray_cluster")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert ("the model_server phase needs what the ray_cluster phase learns in the same run (each node's fabric "
+            "address and GPUs; the serving engine kept aside before Ray changes), and ray_cluster did not run on "
+            "spark1, spark2: run both (--tags ray_cluster,model_server) or the whole deploy") in out, out[-2000:]
+    assert "Nothing was rolled back" in out and still_serves()
 
 
 def test_changed_engine_setting_restarts_the_engine_not_ray(served):
@@ -183,7 +217,7 @@ def test_changed_shm_size_recreates_the_engine_not_ray(served):
     message="'the engine serves other-name, not qwen3.5-lab (served model name mismatch)'",
     left='the engine that served before, serving again (kept, then brought back)')
 def test_served_name_mismatch_is_named(served):
-    res = deploy("-e", json.dumps({"model_server_extra_args": ["--served-model-name", "other-name"]}))
+    res = engine_phase("-e", json.dumps({"model_server_extra_args": ["--served-model-name", "other-name"]}))
     assert res.returncode != 0
     assert "the engine serves other-name, not qwen3.5-lab (served model name mismatch)" in flat(res.out)
     assert still_serves()
@@ -195,7 +229,7 @@ def test_served_name_mismatch_is_named(served):
     message="'the engine did not serve within 5 s on spark1' with the engine's last log lines",
     left='the engine that served before, serving again')
 def test_readiness_timeout_shows_the_engine_log(served):
-    res = deploy("-e", json.dumps({
+    res = engine_phase("-e", json.dumps({
         "model_server_executable": ["python3", "-c", "print('loading weights, slowly', flush=True); "
                                     "import time; time.sleep(600)"],
         "model_server_ready_timeout": 5}))
@@ -213,7 +247,7 @@ def test_readiness_timeout_shows_the_engine_log(served):
             "'It serves again: ... lists qwen3.5-lab'",
     left='the engine that served before, serving again (the run waited until it answered)')
 def test_engine_that_exits_is_named_with_its_log(served):
-    res = deploy("-e", json.dumps({
+    res = engine_phase("-e", json.dumps({
         "model_server_executable": ["python3", "-c", "import sys; print('CUDA out of memory (pretend)'); sys.exit(7)"]}))
     assert res.returncode != 0
     out = flat(res.out)
@@ -232,7 +266,7 @@ def test_engine_that_exits_is_named_with_its_log(served):
 def test_model_directory_that_differs_on_a_worker(served):
     assert ssh(SPARK2, "echo extra > %s/extra.txt" % MODEL).returncode == 0
     try:
-        res = deploy()
+        res = engine_phase()
     finally:
         ssh(SPARK2, "rm -f %s/extra.txt" % MODEL)
     assert res.returncode != 0
@@ -252,7 +286,7 @@ def test_model_directory_that_differs_on_a_worker(served):
 def test_model_directory_missing_on_a_worker(served):
     assert ssh(SPARK1, "mkdir -p /opt/models/head-only && cp %s/config.json /opt/models/head-only/" % MODEL).returncode == 0
     try:
-        res = deploy("-e", "sparkops_model_path=/opt/models/head-only")
+        res = engine_phase("-e", "sparkops_model_path=/opt/models/head-only")
     finally:
         ssh(SPARK1, "rm -rf /opt/models/head-only")
     assert res.returncode != 0
@@ -329,7 +363,7 @@ def test_a_secret_where_it_would_leak_is_refused_before_anything_changes(served)
             "could not listen there. Set model_server_host to one of this host's addresses'",
     left="the engine that served before, untouched and serving on the head's management address")
 def test_a_listen_address_that_is_not_the_heads_is_named(served):
-    res = deploy("-e", "model_server_host=203.0.113.77")
+    res = engine_phase("-e", "model_server_host=203.0.113.77")
     assert res.returncode != 0
     out = flat(res.out)
     assert "model_server_host is 203.0.113.77, which is not an address of this host (" in out
