@@ -1,6 +1,7 @@
 """docs/faults.md, generated from the lab tests' fault markers - never kept by hand.
 
-Each fault case of tests/integration is a test marked
+Each fault case of tests/integration is a test marked (a test that proves several cases on one set-up
+carries a marker for each)
 
     @pytest.mark.fault(fault="...", inject="...", message="...", left="...")
 
@@ -108,27 +109,30 @@ def cases(tests_dir=TESTS):
             if not isinstance(node, ast.FunctionDef):
                 continue
             params = 1
-            marker = None
+            markers = []  # a test that proves several cases (one set-up, several faults) has a marker each
             for dec in node.decorator_list:
                 if _is_fault_marker(dec):
-                    marker = dec
+                    markers.append(dec)
                 elif (isinstance(dec, ast.Call) and getattr(dec.func, "attr", "") == "parametrize"
                       and len(dec.args) > 1 and isinstance(dec.args[1], (ast.List, ast.Tuple))):
                     params = len(dec.args[1].elts)
-            if marker is None:
-                continue
-            entry = {"file": name, "test": node.name, "params": params,
-                     "level": _level_text(levels(node, helpers))}
-            for kw in marker.keywords:
-                if kw.arg not in FIELDS or not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)):
-                    raise MarkerError("%s::%s: the fault marker takes the string arguments %s; found %s"
-                                      % (name, node.name, ", ".join(FIELDS), kw.arg))
-                entry[kw.arg] = " ".join(kw.value.value.split())
-            missing = [k for k in FIELDS if not entry.get(k)]
-            if missing:
-                raise MarkerError("%s::%s: the fault marker has no %s" % (name, node.name, ", ".join(missing)))
-            found.append(entry)
+            level = _level_text(levels(node, helpers)) if markers else None
+            for marker in markers:
+                found.append(_entry(name, node.name, params, level, marker))
     return found
+
+
+def _entry(name, test, params, level, marker):
+    entry = {"file": name, "test": test, "params": params, "level": level}
+    for kw in marker.keywords:
+        if kw.arg not in FIELDS or not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)):
+            raise MarkerError("%s::%s: the fault marker takes the string arguments %s; found %s"
+                              % (name, test, ", ".join(FIELDS), kw.arg))
+        entry[kw.arg] = " ".join(kw.value.value.split())
+    missing = [k for k in FIELDS if not entry.get(k)]
+    if missing:
+        raise MarkerError("%s::%s: the fault marker has no %s" % (name, test, ", ".join(missing)))
+    return entry
 
 
 def _cell(text):
@@ -142,8 +146,9 @@ def render(entries):
            "     `make faults-doc` writes it, test_90_static checks it is current -->", "",
            "Every row is a lab test (`tests/integration/`) that causes the fault on the simulated Sparks and",
            "asserts both what the operator reads and what is left running afterwards. %d cases in %d tests."
-           % (total, len(entries)),
-           "A test with several parameters counts once per parameter. *Proven by* is what the test runs:",
+           % (total, len({(e["file"], e["test"]) for e in entries})),
+           "A test with several parameters counts once per parameter; a test that proves several cases on",
+           "one set-up has a row for each. *Proven by* is what the test runs:",
            "a whole deploy, a phase run alone with its tag (`deploy.yml --tags fabric`), ray.yml, teardown.yml,",
            "a module called on the lab hosts with `ansible -m` (the cheapest that shows the case; the set-up",
            "a test shares with its file is not counted).", ""]

@@ -1,5 +1,6 @@
 """Integration tests: real ansible-core, real sshd/dockerd on the lab's simulated Sparks."""
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -183,10 +184,27 @@ def static_check(name):
 #     waits for it, so it comes last there);
 #   - molecule's scenarios and then test_40 (both take the lab down) as one unit, given out only
 #     when no other lab file is left to give: after them a lane has no lab;
-#   - every other lab file to whichever lane is free first, in file order.
+#   - every other lab file to whichever lane is free first, the dearest first: the lane that
+#     starts the longest file last ends last (a clean-clone run of ef3353d: 2009 s and 1805 s,
+#     test_35 begun at 1453 s). How dear a file is comes from the last recorded run, the "By file"
+#     table of docs/testing.md (tests/timing_report.py writes it); a file it lacks goes last, and
+#     files of equal cost go in file order. The order decides nothing else: a file sets up what it
+#     needs (`lab up`, its own deploys), whatever ran before it in its lane.
 LANE0_ONLY = ("tests/unit/", "tests/integration/test_90_static.py")
 LAST_IN_LANE = ("tests/integration/test_30_molecule.py", "tests/integration/test_40_lab_down.py")
 LAST_UNIT = "tests/integration/[molecule, then lab down]"
+
+
+def file_seconds(doc=os.path.join(ROOT, "docs", "testing.md")):
+    """{test file: its wall seconds} from docs/testing.md's "By file" table; {} without it."""
+    try:
+        with open(doc) as f:
+            text = f.read()
+    except OSError:
+        return {}
+    table = text.partition("## By file")[2].partition("\n## ")[0]
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^\| (tests/\S+\.py) \| \d+ \| \d+ \| ([\d.]+) \|", table, re.M)}
 
 
 class Lanes(LoadScopeScheduling):
@@ -208,7 +226,11 @@ class Lanes(LoadScopeScheduling):
         return True
 
     def _assign_work_unit(self, node):
-        scope = next((s for s in self.workqueue if self._allowed(node, s)), None)
+        if not hasattr(self, "_seconds"):
+            self._seconds = file_seconds()
+        allowed = [s for s in self.workqueue if self._allowed(node, s)]
+        # the dearest first; sorted() keeps file order among equals
+        scope = sorted(allowed, key=lambda s: -self._seconds.get(s, 0))[0] if allowed else None
         if scope is None:
             return  # nothing for this lane now; the scheduler asks again as its tests complete
         self.workqueue.move_to_end(scope, last=False)  # the base class hands out the first unit
@@ -217,7 +239,7 @@ class Lanes(LoadScopeScheduling):
 
 if LoadScopeScheduling is not object:
     def pytest_xdist_make_scheduler(config, log):
-        config.option.loadscopereorder = False  # file order, not the largest file first
+        config.option.loadscopereorder = False  # Lanes orders them (docs/testing.md), not by test count
         return Lanes(config, log)
 
 

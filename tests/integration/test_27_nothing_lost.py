@@ -258,58 +258,62 @@ def all_names(ip):
     return set(ssh(ip, "docker ps -a --format '{{.Names}}'").out.split())
 
 
-def serves(name="qwen3.5-lab", timeout=90):
+def serves(name="qwen3.5-lab", timeout=90, key=None):
     """The engine on spark1 answers /v1/models with the served name (polls: it may be starting)."""
     deadline = time.time() + timeout
     out = ""
+    auth = ("-H 'Authorization: Bearer %s' " % key) if key else ""
     while time.time() < deadline:
-        out = ssh(HOSTS[0], "curl -s -m 5 http://10.77.0.11:8000/v1/models").out
+        out = ssh(HOSTS[0], "curl -s -m 5 %shttp://10.77.0.11:8000/v1/models" % auth).out
         if '"id": "%s"' % name in out:
             return True
         time.sleep(1)
     return out
 
 
-@pytest.mark.fault(
-    fault="a re-deploy of a serving cluster whose new engine fails",
-    inject="a changed engine (and Ray) whose served name does not match",
-    message="'the engine serves other-name, not qwen3.5-lab'; 'Rolled back: the engine and Ray containers "
-            "that served before this run were started again ... It serves again: http://10.77.0.11:8000/v1 lists "
-            "qwen3.5-lab (N s after its start)'",
-    left="the very containers that served before, serving (waited for, the report's rolled_back_serves true); "
-         "no *-previous left; Ray 2 nodes")
-@pytest.mark.parametrize("change", [
-    {},  # only the engine changes: the kept engine comes back on the same Ray cluster
-    {"ray_cluster_env": {"SPARKOPS_TEST_GENERATION": "2"}},  # Ray changes too: head, workers, engine back
-], ids=["engine", "ray-and-engine"])
-def test_a_failed_re_deploy_brings_back_what_served(lab, change, tmp_path):
-    """A serving cluster, re-deployed with settings whose new engine fails its readiness check:
-    the engine (and Ray) that served were kept stopped, not removed, and serve again - the run
-    waits for that before it ends, and says so."""
-    res = playbook("deploy.yml", "-i", "inventories/lab")
-    assert res.returncode == 0, res.out[-3000:]
-    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
-    bad = dict(change, model_server_extra_args=["--served-model-name", "other-name"])
-    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad),
-                   env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
-    assert res.returncode != 0
-    out = flat(res.out)
-    assert "the engine serves other-name, not qwen3.5-lab" in out
+def rolled_back_to(started, out, report_dir, key=None):
+    """What a failed re-deploy whose new engine serves other-name leaves: the message, the report,
+    the very containers of before (`started`: their IDs) serving (asked with `key`, the API key
+    they serve with), nothing kept left over, Ray's 2 nodes."""
+    assert "the engine serves other-name, not qwen3.5-lab" in out, out[-3000:]
     assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
     assert re.search(r"It serves again: http://10\.77\.0\.11:8000/v1 lists qwen3\.5-lab \([\d.]+ s after its "
                      r"start\)", out), out[-3000:]
-    with open(str(tmp_path / "latest.json")) as f:
+    with open(os.path.join(str(report_dir), "latest.json")) as f:
         report = json.load(f)
     assert report["outcome"] == "failed" and report["rolled_back"] is True and report["rolled_back_serves"] is True
     # the very containers that served, not new ones; nothing kept is left over
     again = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
     assert again == started
-    assert serves() is True
+    assert serves(key=key) is True
     for ip in HOSTS:
         assert not [n for n in all_names(ip) if n.endswith("-previous")], all_names(ip)
         assert "old-vllm" not in running(ip)  # what the first deploy stopped stays stopped
     ray = playbook("playbooks/status.yml", "-i", "inventories/lab")
     assert "2 node(s) alive" in flat(ray.out), ray.out[-2000:]
+
+
+@pytest.mark.fault(
+    fault="a re-deploy of a serving cluster whose new engine fails (only the engine changed)",
+    inject="a changed engine whose served name does not match",
+    message="'the engine serves other-name, not qwen3.5-lab'; 'Rolled back: the engine and Ray containers "
+            "that served before this run were started again ... It serves again: http://10.77.0.11:8000/v1 lists "
+            "qwen3.5-lab (N s after its start)'",
+    left="the very containers that served before, serving (waited for, the report's rolled_back_serves true); "
+         "no *-previous left; Ray 2 nodes")
+def test_a_failed_re_deploy_brings_back_what_served(lab, tmp_path):
+    """A serving cluster, re-deployed with settings whose new engine fails its readiness check:
+    the engine that served was kept stopped, not removed, and serves again on the same Ray
+    cluster - the run waits for that before it ends, and says so. (Ray changed too: the API key
+    case below, on its set-up.)"""
+    res = playbook("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
+    bad = {"model_server_extra_args": ["--served-model-name", "other-name"]}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(bad),
+                   env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
+    assert res.returncode != 0
+    rolled_back_to(started, flat(res.out), tmp_path)
 
 
 @pytest.mark.fault(
@@ -351,6 +355,15 @@ def models_code(key):
 
 
 @pytest.mark.fault(
+    fault="a re-deploy of a serving cluster whose new engine fails, Ray changed too",
+    inject="on the engine of the case below (key-one), a re-deploy with a changed Ray (ray_cluster_env, the Ray "
+           "token of before) whose engine serves another name",
+    message="'the engine serves other-name, not qwen3.5-lab'; 'Rolled back: the engine and Ray containers "
+            "that served before this run were started again ... It serves again: http://10.77.0.11:8000/v1 lists "
+            "qwen3.5-lab (N s after its start)'",
+    left="the very containers that served before (the engine and the Ray head), serving (waited for, the "
+         "report's rolled_back_serves true); no *-previous left; Ray 2 nodes")
+@pytest.mark.fault(
     fault="a failed re-deploy that rotated or removed the engine's API key",
     inject="an engine serving with key-one (loading 5 s: the stand-in's SPARKOPS_LAB_LOAD_SECONDS); a re-deploy "
            "with key-two and a new Ray token whose engine does not serve in time (model_server_ready_timeout 0: "
@@ -361,7 +374,7 @@ def models_code(key):
             "with it'",
     left="the engine that served before, serving with key-one: key-one answered 200, key-two and no key 401; "
          "no kept secrets left on the head; the Ray cluster of before, both nodes, on the new token")
-def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab):
+def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab, tmp_path):
     """The engine reads its key from the host's file at start. A failed run had already written
     its own key there: the engine started again by the rollback took the new key (a rotation) or
     served with none (a removed key: open to anyone). The files are kept until the new engine
@@ -385,10 +398,16 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab):
                    "started again with it")
     for bad in ({"sparkops_engine_api_key": "key-two", "model_server_ready_timeout": 0,
                  "ray_cluster_auth_token": "ray-token-rotated-0123456789"},
-                {"model_server_extra_args": ["--served-model-name", "other-name"], "ray_cluster_auth_token": lab_token}):
-        res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(slow, **bad)))
+                # the case of a failed re-deploy with Ray changed too (its own spec, not only the token)
+                {"model_server_extra_args": ["--served-model-name", "other-name"], "ray_cluster_auth_token": lab_token,
+                 "ray_cluster_env": {"SPARKOPS_TEST_GENERATION": "2"}}):
+        ray_and_engine = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server sparkops-ray-head").out.split()
+        res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(slow, **bad)),
+                       env={"SPARKOPS_REPORT_DIR": str(tmp_path)})
         assert res.returncode != 0
         out = flat(res.out)
+        if "ray_cluster_env" in bad:
+            rolled_back_to(ray_and_engine, out, tmp_path, key="key-one")
         assert "Rolled back: the engine and Ray containers that served before this run were started again" in out, \
             out[-3000:]
         assert "It serves again: http://10.77.0.11:8000/v1 lists qwen3.5-lab" in out, out[-3000:]

@@ -91,8 +91,8 @@ def recap_changed(out):
 @pytest.fixture(scope="module")
 def serving(lab):
     """The old model stopped by a deploy that serves (its record on each host)."""
-    # after the molecule scenarios (their destroy takes the lab down): up again, as it was; the
-    # reboots here come last, so no test after them meets what a reboot leaves
+    # whatever ran before in this lane: the lab up, its hosts reset, the old model running; a file
+    # after this one meets hosts that were rebooted, as a real Spark is after a power cut
     res = run(LAB + ["up"])
     assert res.returncode == 0, res.out
     old_model_only()
