@@ -289,8 +289,8 @@ def rolled_back_to(started, out, report_dir, key=None):
     for ip in HOSTS:
         assert not [n for n in all_names(ip) if n.endswith("-previous")], all_names(ip)
         assert "old-vllm" not in running(ip)  # what the first deploy stopped stays stopped
-    ray = playbook("playbooks/status.yml", "-i", "inventories/lab")
-    assert "2 node(s) alive" in flat(ray.out), ray.out[-2000:]
+    nodes = ssh(HOSTS[0], "docker exec sparkops-ray-head ray status").out
+    assert nodes.count(" node_") == 2, nodes[-2000:]
 
 
 @pytest.mark.fault(
@@ -414,7 +414,8 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab, tmp_path):
         assert put_back in out and token_stays in out, out[-3000:]
         for ip in HOSTS:
             assert ssh(ip, ray_token).out.strip() == bad["ray_cluster_auth_token"]
-        assert ssh(HOSTS[0], "docker exec sparkops-ray-head ray status").out.count(" node_") == 2
+        if "ray_cluster_env" not in bad:  # rolled_back_to counted them
+            assert ssh(HOSTS[0], "docker exec sparkops-ray-head ray status").out.count(" node_") == 2
         assert bad["ray_cluster_auth_token"] not in res.out
         assert "key-one" not in res.out and "key-two" not in res.out and "ray-token-rotated" not in res.out
         assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401"), bad

@@ -317,53 +317,8 @@ def test_port_in_use_is_named(served):
         only_the_old_model_is_left(ip)
 
 
-def test_teardown_stops_serving_and_ray(served):
-    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab")
-    assert res.returncode == 0, res.out[-3000:]
-    names = ssh(SPARK1, "docker ps -a --format '{{.Names}}'").out.split()
-    assert "sparkops-model-server" not in names and "sparkops-ray-head" not in names
-    res = deploy()  # and back
-    assert res.returncode == 0, res.out[-3000:]
-
-
 CANARY_KEY = "sk-canary-api-7d1c9e42f00d"
 CANARY_HF = "hf_canaryToken0b5e77aa1"
-
-
-@pytest.mark.fault(
-    fault="a secret given where it would leak (an API key in model_server_extra_args, a token in model_server_env)",
-    inject="-e model_server_extra_args=[--api-key, <canary>] model_server_env={HF_TOKEN: <canary>}",
-    message="'model_server_extra_args holds --api-key: ... Set sparkops_engine_api_key (or "
-            "sparkops_engine_api_key_file) instead - vault it'; the same for HF_TOKEN",
-    left="the engine that served before, untouched and serving (refused in preflight); the canary in no output")
-def test_a_secret_where_it_would_leak_is_refused_before_anything_changes(served):
-    res = deploy("-v", "-e", json.dumps({"model_server_extra_args": ["--api-key", CANARY_KEY],
-                                         "model_server_env": {"HF_TOKEN": CANARY_HF}}))
-    assert res.returncode != 0
-    out = flat(res.out)
-    assert "model_server_extra_args holds --api-key: a secret there lands in the container's command line " \
-           "(docker inspect, ps on the host). Set sparkops_engine_api_key (or sparkops_engine_api_key_file) " \
-           "instead - vault it" in out
-    assert "model_server_env sets HF_TOKEN: a secret there lands in the container's environment" in out
-    assert "TASK [sparkops.inference.gpu_memory" not in res.out  # refused before anything was stopped
-    assert still_serves()
-
-
-@pytest.mark.fault(
-    fault="model_server_host is not an address of the head",
-    inject="-e model_server_host=203.0.113.77 (TEST-NET-3)",
-    message="'model_server_host is 203.0.113.77, which is not an address of this host (...) on spark1: the engine "
-            "could not listen there. Set model_server_host to one of this host's addresses'",
-    left="the engine that served before, untouched and serving on the head's management address")
-def test_a_listen_address_that_is_not_the_heads_is_named(served):
-    res = engine_phase("-e", "model_server_host=203.0.113.77")
-    assert res.returncode != 0
-    out = flat(res.out)
-    assert "model_server_host is 203.0.113.77, which is not an address of this host (" in out
-    assert "on spark1: the engine could not listen there. Set model_server_host to one of this host's " \
-           "addresses (ip -brief addr), or 0.0.0.0 for all of them" in out
-    assert still_serves()
-    assert "Nothing was rolled back: the engine that served before this run is untouched and still serves." in out
 
 
 def test_engine_secrets_reach_the_engine_only_from_root_only_files(served, tmp_path):
@@ -407,3 +362,51 @@ def test_engine_secrets_reach_the_engine_only_from_root_only_files(served, tmp_p
     assert res.returncode == 0, res.out[-3000:]
     assert ssh(SPARK1, "ls -A /etc/sparkops/secrets; ls -d /etc/sparkops/secrets.previous 2>/dev/null").out.strip() == ""
     assert ssh(SPARK1, models).out == "200" and still_serves()
+
+
+@pytest.mark.fault(
+    fault="a secret given where it would leak (an API key in model_server_extra_args, a token in model_server_env)",
+    inject="-e model_server_extra_args=[--api-key, <canary>] model_server_env={HF_TOKEN: <canary>}",
+    message="'model_server_extra_args holds --api-key: ... Set sparkops_engine_api_key (or "
+            "sparkops_engine_api_key_file) instead - vault it'; the same for HF_TOKEN",
+    left="the engine that served before, untouched and serving (refused in preflight); the canary in no output")
+def test_a_secret_where_it_would_leak_is_refused_before_anything_changes(served):
+    res = deploy("-v", "-e", json.dumps({"model_server_extra_args": ["--api-key", CANARY_KEY],
+                                         "model_server_env": {"HF_TOKEN": CANARY_HF}}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "model_server_extra_args holds --api-key: a secret there lands in the container's command line " \
+           "(docker inspect, ps on the host). Set sparkops_engine_api_key (or sparkops_engine_api_key_file) " \
+           "instead - vault it" in out
+    assert "model_server_env sets HF_TOKEN: a secret there lands in the container's environment" in out
+    assert "TASK [sparkops.inference.gpu_memory" not in res.out  # refused before anything was stopped
+    assert still_serves()
+
+
+@pytest.mark.fault(
+    fault="model_server_host is not an address of the head",
+    inject="-e model_server_host=203.0.113.77 (TEST-NET-3)",
+    message="'model_server_host is 203.0.113.77, which is not an address of this host (...) on spark1: the engine "
+            "could not listen there. Set model_server_host to one of this host's addresses'",
+    left="the engine that served before, untouched and serving on the head's management address")
+def test_a_listen_address_that_is_not_the_heads_is_named(served):
+    res = engine_phase("-e", "model_server_host=203.0.113.77")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "model_server_host is 203.0.113.77, which is not an address of this host (" in out
+    assert "on spark1: the engine could not listen there. Set model_server_host to one of this host's " \
+           "addresses (ip -brief addr), or 0.0.0.0 for all of them" in out
+    assert still_serves()
+    assert "Nothing was rolled back: the engine that served before this run is untouched and still serves." in out
+
+
+def test_teardown_stops_serving_and_ray(served):
+    """Last in the file: the engine that served and the Ray containers go, on every host."""
+    assert still_serves()
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    for ip in (SPARK1, SPARK2):
+        assert not ours(ip) and not {n for n in ssh(ip, "docker ps -a --format '{{.Names}}'").out.split()
+                                     if n.startswith("sparkops-")}, ip
+    code = ssh(SPARK1, "curl -s -o /dev/null -w '%{http_code}' http://10.77.0.11:8000/health").out
+    assert code == "000"  # nothing answers
