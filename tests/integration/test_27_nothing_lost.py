@@ -318,7 +318,7 @@ def test_a_failed_re_deploy_brings_back_what_served(lab, tmp_path):
 
 @pytest.mark.fault(
     fault="the engine that served before, started again by a rollback, does not serve in time",
-    inject="an engine that takes 20 s to load (the lab stand-in's SPARKOPS_LAB_LOAD_SECONDS), then a re-deploy "
+    inject="an engine that takes 10 s to load (the lab stand-in's SPARKOPS_LAB_LOAD_SECONDS), then a re-deploy "
            "whose new engine serves another name, with model_server_restore_timeout 0",
     message="'Rolled back: ... started again ... But it does not serve again: the engine did not serve within "
             "0 s on spark1 ... playbooks/status.yml shows what runs now'",
@@ -326,10 +326,10 @@ def test_a_failed_re_deploy_brings_back_what_served(lab, tmp_path):
          "rolled_back_serves false")
 def test_a_rollback_whose_engine_does_not_serve_again_in_time_says_so(lab, tmp_path):
     """The run does not say the engine serves again unless it answered: with no time to wait
-    (a 120 GB model still loading: here the stand-in waits 20 s before it serves, and the rollback
+    (a 120 GB model still loading: here the stand-in waits 10 s before it serves, and the rollback
     waits 0 s), it says it does not, with why, and the report too; the kept engine is left running,
     and serves once it has loaded."""
-    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "20"}}
+    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "10"}}
     res = engine_phase("-e", json.dumps(slow))
     assert res.returncode == 0, res.out[-3000:]
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
