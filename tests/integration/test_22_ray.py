@@ -322,7 +322,8 @@ def test_opt_in_firewall_admits_ray_ports_only_from_cluster_hosts(cluster):
         res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "ray_cluster_firewall=true")
     assert res.returncode == 0, res.out[-3000:]
     assert "SPARKOPS-RAY" not in rules(chain=None) and "SPARKOPS-RAY" not in rules("ip6tables", None)
-    # nothing of ours listens now; a listener on Ray's and the engine's ports answers the controller
+    assert reachable("10.77.0.11") is False  # nothing listens now: refused, not dropped
+    # a listener on Ray's and the engine's ports answers the controller
     # on both of the head's addresses: no rule is left to drop it (was: ray.yml again, ~10 s more)
     listener = listen_on_head((6379, 8000))
     try:
