@@ -38,6 +38,7 @@ PORT_FLAGS = [("node_manager", "--node-manager-port"), ("object_manager", "--obj
               ("min_worker", "--min-worker-port"), ("max_worker", "--max-worker-port")]
 ENGINES = ("vllm", "sglang")
 SGLANG_DIST_PORT = 20000
+VLLM_MASTER_PORT = 29501  # vLLM's own default for --master-port (ParallelConfig.master_port)
 
 
 class SpecError(ValueError):
@@ -165,19 +166,26 @@ def ray_container(o):
 
 
 def engine_command(o):
-    """(entrypoint, args) of the engine: `vllm serve ...` on the head over Ray, or SGLang's
-    multi-node launcher on every host; o['executable'] replaces the program (the lab's stand-in).
+    """(entrypoint, args) of the engine: `vllm serve ...` on the head over Ray (launcher `ray`),
+    or one rank per host without Ray (launcher `native`: vLLM's multiprocessing backend across
+    hosts, the ranks other than 0 --headless; SGLang's own launcher, always native);
+    o['executable'] replaces the program (the lab's stand-in).
 
-    o: engine, executable, model_path, host, port, served_name, gpu_memory_utilization,
+    o: engine, launcher, executable, model_path, host, port, served_name, gpu_memory_utilization,
     parallelism (tensor/pipeline), gpus_total, gpus_per_node, nodes, max_model_len,
-    extra_args, node_rank, head_address (SGLang's dist-init address), api_key (whether the
-    engine gets an API key: from its mounted file, see _secrets).
+    extra_args, node_rank, head_address (where the ranks meet: SGLang's dist-init address,
+    vLLM's master address), api_key (whether the engine gets an API key: from its mounted
+    file, see _secrets).
     """
     engine = o.get("engine") or "vllm"
     if engine not in ENGINES:
         raise SpecError("engine is %r: expected vllm or sglang" % engine)
     if o.get("parallelism", "tensor") not in ("tensor", "pipeline"):
         raise SpecError("model_server_parallelism is %s: expected tensor or pipeline" % o.get("parallelism"))
+    launcher = o.get("launcher") or ("native" if engine == "sglang" else "ray")
+    if launcher not in ("ray", "native") or (engine == "sglang" and launcher == "ray"):
+        raise SpecError("launcher is %r: expected %s" % (
+            launcher, "native (SGLang runs one rank per host itself)" if engine == "sglang" else "ray or native"))
     _need(o, "model_path", "served_name")
     max_len = str(o.get("max_model_len") if o.get("max_model_len") is not None else "")
     common = ["--host", str(o.get("host", "0.0.0.0")), "--port", str(o.get("port", 8000)),
@@ -197,9 +205,16 @@ def engine_command(o):
                         "--pipeline-parallel-size", str(o.get("nodes"))]
         else:
             parallel = ["--tensor-parallel-size", str(o.get("gpus_total"))]
+        if launcher == "native":
+            rank = int(o.get("node_rank", 0))
+            backend = ["mp", "--nnodes", str(o.get("nodes")), "--node-rank", str(rank),
+                       "--master-addr", str(o.get("head_address")), "--master-port", str(VLLM_MASTER_PORT)]
+            backend += ["--headless"] if rank else []
+        else:
+            backend = ["ray"]
         args = ([o["model_path"]] + common
-                + ["--distributed-executor-backend", "ray",
-                   "--gpu-memory-utilization", str(o.get("gpu_memory_utilization"))]
+                + ["--distributed-executor-backend"] + backend
+                + ["--gpu-memory-utilization", str(o.get("gpu_memory_utilization"))]
                 + parallel + (["--max-model-len", max_len] if max_len else []))
     program = list(o.get("executable") or entrypoint)
     args = args + [str(a) for a in o.get("extra_args") or []]

@@ -20,7 +20,7 @@ import re
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import host_platform, same_platform
 
 # bump when what a static probe returns changes: cached results of older probes are ignored
-PROBE_VERSION = 5  # 5: the export reader names links outside the image and loops too
+PROBE_VERSION = 6  # 6: the launchers the image offers (Ray installed; the CLI's multi-node flags)
 
 ENGINES = ("sglang", "vllm")  # an SGLang image may carry vLLM as a library: SGLang wins
 VERSION_PACKAGES = {
@@ -36,6 +36,18 @@ VLLM_REGISTRY = "model_executor/models/registry.py"
 SGLANG_MODELS = "srt/models"
 FALLBACK_MODULE = "transformers"  # vLLM's generic backend lives in models/transformers*
 SGLANG_FALLBACK = "TransformersForCausalLM"
+# The engines' own command-line sources (under the package directory), and the options a launch
+# without Ray needs from them: vLLM's multiprocessing backend across hosts (--headless on the
+# ranks that do not serve), SGLang's own launcher. Read as a feature, never a version number.
+CLI_SOURCES = {
+    "vllm": ("engine/arg_utils.py", "entrypoints/openai/cli_args.py", "entrypoints/cli/serve.py"),
+    "sglang": ("srt/server_args.py",),
+}
+NATIVE_FLAGS = {
+    "vllm": ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless"),
+    "sglang": ("--nnodes", "--node-rank", "--dist-init-addr"),
+}
+LAUNCHERS = ("ray", "native")
 
 SITE_GLOBS = [
     "/usr/lib/python3/dist-packages",
@@ -291,6 +303,47 @@ def engine_archs(fs, engine, pkg):
     return {"native": sorted(native - set(fallback)), "fallback": fallback, "removed": {}}, errors
 
 
+def cli_flags(fs, engine, pkg):
+    """(flags, files read, errors): the long options the engine's CLI sources define, read with
+    `ast`: every add_argument("--x", ...) string, and every annotated field of the classes there
+    as --field-name (vLLM builds --host, --port, ... from its argument classes' fields)."""
+    flags, read, errors = set(), [], []
+    for rel in CLI_SOURCES.get(engine, ()):
+        path = posixpath.join(pkg, rel)
+        text = fs.read_text(path)
+        if text is None:
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as exc:
+            errors.append("%s could not be read: %s" % (path, exc))
+            continue
+        read.append(path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                flags.update(a.value for a in node.args
+                             if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
+            elif isinstance(node, ast.ClassDef):
+                flags.update("--" + item.target.id.replace("_", "-") for item in node.body
+                             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                             and not item.target.id.startswith("_"))
+    return flags, read, errors
+
+
+def launchers(engine, ray_version, flags, read):
+    """{launcher: None (offered) or why not} for an image: `ray` needs Ray installed; `native`
+    needs the engine's own multi-node options (NATIVE_FLAGS) in its CLI sources."""
+    out = {"ray": None if ray_version else "no Ray in the image"}
+    if not read:
+        out["native"] = "%s's command-line sources (%s) were not found" % (
+            engine, ", ".join(CLI_SOURCES.get(engine, ())) or "none known")
+    else:
+        missing = [f for f in NATIVE_FLAGS.get(engine, ()) if f not in flags]
+        out["native"] = ("%s's command line has no %s (read %s)" % (engine, ", ".join(missing), ", ".join(read))
+                         if missing else None)
+    return out
+
+
 def cuda_version(fs, torch_pkg, env):
     if torch_pkg:
         text = fs.read_text(posixpath.join(torch_pkg, "version.py")) or ""
@@ -343,6 +396,9 @@ def static_facts(fs, config):
             errors.extend(errs)
             if archs:
                 facts.update(archs)
+            flags, read, errs = cli_flags(fs, engine, pkg)
+            errors.extend(errs)
+            facts["launchers"] = launchers(engine, versions["ray"], flags, read)
     torch_pkg = package_dir(fs, "torch", dists.get("torch"), sites)[0] if "torch" in dists else None
     versions["cuda"] = cuda_version(fs, torch_pkg, env)
     # links met on the way that the probe refused to follow (a crafted or broken image)
@@ -399,6 +455,10 @@ def result(image_info, facts, architectures, method):
         "errors": list(facts.get("errors") or []),
         "notes": notes,
         "native_count": len(facts.get("native") or []),
+        # launcher -> None (offered) or why not; a runtime probe does not read the CLI sources
+        "launchers": facts.get("launchers") or {
+            "ray": None if versions.get("ray") else "no Ray in the image",
+            "native": "not read (the runtime probe asks the engine's registry only)"},
     }
 
 
@@ -472,7 +532,10 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
                 "only its generic Transformers backend: fallback" if verdict == "fallback"
                 else "unsupported"))
     if need_ray and not first["versions"].get("ray"):
-        problems.append("no Ray in the image (the cluster backend is Ray)")
+        native = (first.get("launchers") or {}).get("native", "not read")
+        problems.append("no Ray in the image (the cluster backend is Ray)%s" % (
+            "; its command line offers %s's native multi-node launch, which this release does not run"
+            % first["engine"] if native is None and first["engine"] == "vllm" else ""))
     return problems
 
 
@@ -503,6 +566,8 @@ def select(candidates, probes, host_platforms, need_ray):
             "engine": first.get("engine"),
             "version": (first.get("versions") or {}).get("engine"),
             "ray": (first.get("versions") or {}).get("ray"),
+            # launcher -> None (the image offers it) or why not
+            "launchers": first.get("launchers") or {},
             "platform": first.get("platform"),
             "digest": first.get("digest"),
             "architectures": first.get("architectures") or {},
@@ -559,9 +624,10 @@ def table_text(rows):
     width = max([len(r["image"]) for r in rows] + [5])
     for r in rows:
         engine = ("%s %s" % (r["engine"], r["version"] or "?")) if r["engine"] else "no engine"
-        lines.append("%-*s  %-9s  %-16s  ray %-8s  %s" % (
+        native = (r.get("launchers") or {}).get("native", "not probed")
+        lines.append("%-*s  %-9s  %-16s  ray %-8s  native %-3s  %s" % (
             width, r["image"], r["status"].split(" ")[0], engine, r["ray"] or "-",
-            r["platform"] or "?"))
+            "yes" if r.get("engine") and native is None else "-", r["platform"] or "?"))
         for reason in r["reasons"]:
             lines.append("    - %s" % reason)
     return lines

@@ -213,6 +213,8 @@ KEEP = [re.compile(p) for p in (
     r".*/__editable__[^/]*_finder\.py$",
     r".*/vllm/model_executor/models/registry\.py$",
     r".*/sglang/srt/models/[^/]+\.py$",
+    r".*/vllm/(engine/arg_utils|entrypoints/openai/cli_args|entrypoints/cli/serve)\.py$",
+    r".*/sglang/srt/server_args\.py$",
     r".*/(vllm|sglang|torch)/__init__\.py$",
     r".*/torch/version\.py$",
     r"usr/local/cuda[^/]*/version\.json$",

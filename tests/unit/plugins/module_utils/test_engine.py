@@ -16,8 +16,10 @@ import zipfile
 
 import pytest
 
+from ansible_collections.sparkops.inference.plugins.module_utils._containers import engine_command
 from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
     EngineError,
+    cli_flags,
     model_architectures,
     parse_runtime_output,
     select,
@@ -185,6 +187,9 @@ def test_model_config_errors(tmp_path):
                                str(cfg)) == ([QWEN35], "qwen3_5_moe")
 
 
+NATIVE_ONLY = {"ray": "no Ray in the image", "native": None}
+
+
 def probe(engine, version, arch_verdict, ray="2.60.0", platform="linux/amd64", digest="d1"):
     return {"engine": engine, "versions": {"engine": version, "ray": ray}, "platform": platform,
             "digest": "repo@" + digest, "id": digest, "architectures": {QWEN35: arch_verdict}, "errors": []}
@@ -197,6 +202,8 @@ def test_select_first_fitting_and_table():
                      "s2": probe("vllm", "0.17.0", "native", platform="linux/arm64")},
         "sglang:noray": {"s1": probe("sglang", "0.5.10", "native", ray=None),
                          "s2": probe("sglang", "0.5.10", "native", ray=None)},
+        "vllm:noray": {"s1": dict(probe("vllm", "0.17.0", "native", ray=None), launchers=NATIVE_ONLY),
+                       "s2": dict(probe("vllm", "0.17.0", "native", ray=None), launchers=NATIVE_ONLY)},
         "vllm:moved": {"s1": probe("vllm", "0.17.0", "native", digest="a"),
                        "s2": probe("vllm", "0.17.0", "native", digest="b")},
         "vllm:pullfail": {"s1": probe("vllm", "0.17.0", "native"), "s2": {"error": "pull timed out"}},
@@ -210,13 +217,17 @@ def test_select_first_fitting_and_table():
     assert "vllm 0.14.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 \
         in why["vllm:0.14"]
     assert "built for linux/arm64, s1 is linux/amd64" in why["vllm:arm"]
-    assert "no Ray" in why["sglang:noray"]
+    assert why["sglang:noray"] == "no Ray in the image (the cluster backend is Ray)"
+    assert why["vllm:noray"] == ("no Ray in the image (the cluster backend is Ray); its command line offers "
+                                 "vllm's native multi-node launch, which this release does not run")
     assert "different images" in why["vllm:moved"]
     assert "s2: pull timed out" in why["vllm:pullfail"]
     assert [r["status"] for r in rows][-2:] == ["selected", "fits (an earlier candidate was chosen)"]
     assert "no Ray" not in " ".join(select(["sglang:noray"], probes, platforms, need_ray=False)[1][0]["reasons"])
     text = "\n".join(table_text(rows))
     assert "vllm:0.17" in text and "rejected" in text
+    assert re.search(r"^vllm:noray +rejected +vllm 0\.17\.0 +ray - +native yes ", text, re.M), text
+    assert re.search(r"^vllm:0\.17 +selected +vllm 0\.17\.0 +ray 2\.60\.0 +native - ", text, re.M), text
     with pytest.raises(EngineError, match="candidate list is empty"):
         select([], probes, platforms, True)
 
@@ -268,3 +279,41 @@ def test_hosts_of_mixed_cpu_architectures_are_named():
     assert msg.startswith("the cluster's hosts are of different CPU architectures: "
                           "linux/amd64 (x86box); linux/arm64 (spark1, spark2). ")
     assert "nothing was stopped" in msg
+
+
+@pytest.mark.parametrize("engine,version", [(e, v) for e, v, dummy in RELEASES])
+def test_launchers_and_command_line_flags_from_the_release_sources(installed, engine, version):
+    """Every release we name offers the native launcher (its own multi-node options), read from
+    its CLI sources; none has Ray here (the extracted tree carries the engine alone); and every
+    option our command lines use - over Ray and native, each rank - is one its parser defines."""
+    root, dummy = installed[(engine, version)]
+    fs = LayerFS([root])
+    facts = static_facts(fs, ENV)
+    assert facts["launchers"] == {"ray": "no Ray in the image", "native": None}
+    flags, read, errors = cli_flags(fs, engine, facts["engine_path"])
+    assert read and not errors
+    inputs = dict(engine=engine, model_path="/m", served_name="s", gpus_total=2, gpus_per_node=1, nodes=2,
+                  gpu_memory_utilization=0.8, max_model_len=4096, head_address="10.0.0.1", api_key=False)
+    used = set()
+    for launcher in ("ray", "native") if engine == "vllm" else ("native",):
+        for rank in (0, 1):
+            for parallelism in ("tensor", "pipeline"):
+                dummy_prog, args = engine_command(dict(inputs, launcher=launcher, node_rank=rank,
+                                                       parallelism=parallelism))
+                used.update(a for a in args if a.startswith("--"))
+    assert used and used <= flags, sorted(used - flags)
+
+
+def test_an_engine_without_its_multi_node_options_offers_no_native_launcher(installed, tmp_path):
+    root, dummy = installed[("vllm", "0.17.0")]
+    cli = next(os.path.join(d, f) for d, dummy, names in os.walk(root) for f in names
+               if os.path.join(d, f).endswith("vllm/entrypoints/openai/cli_args.py"))
+    layer = str(tmp_path / "upper")
+    rel = os.path.relpath(cli, root)
+    os.makedirs(os.path.dirname(os.path.join(layer, rel)))
+    with open(cli) as f:
+        text = f.read().replace('"--headless"', '"--not-headless"')
+    with open(os.path.join(layer, rel), "w") as f:
+        f.write(text)
+    facts = static_facts(LayerFS([layer, root]), ENV)
+    assert facts["launchers"]["native"].startswith("vllm's command line has no --headless (read ")
