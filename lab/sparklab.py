@@ -79,6 +79,8 @@ ENGINE_RELEASES = [
     ("sparkops/lab-vllm:0.17.0-arm64", "vllm", "0.17.0", "wheel", True, ("arm64", "v8"),  # wrong CPU here
      "vllm-official"),
     ("sparkops/lab-vllm:0.17.0", "vllm", "0.17.0", "wheel", True, None, "vllm-official"),  # has Qwen3.5
+    # as stock vLLM images ship now (>= 0.18): no Ray; served natively (--nnodes, --headless ranks)
+    ("sparkops/lab-vllm:0.17.0-noray", "vllm", "0.17.0", "wheel", False, None, "vllm-official"),
     ("sparkops/lab-sglang:0.5.10", "sglang", "0.5.10", "editable-finder", False, None, "sglang"),  # no Ray
     # the same SGLang with Ray: a candidate the deploy can run SGLang's multi-node launcher from
     ("sparkops/lab-sglang:0.5.10-ray", "sglang", "0.5.10", "editable-finder", True, None, "sglang"),

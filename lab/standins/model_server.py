@@ -8,10 +8,13 @@ model: it connects to the running Ray cluster and places one actor per rank (ten
 parallel size), each in a bundle of one GPU of a SPREAD placement group, as vLLM's Ray executor
 does, and checks that every node got a rank.
 
-SGLang (`--model-path MODEL --nnodes N --node-rank R --dist-init-addr HOST:PORT ...`, one
-process per host, no Ray): as SGLang's torch.distributed rendezvous, rank 0 listens at the
-dist-init address and waits for ranks 1..N-1 to join over the fabric; the other ranks connect
-there, and exit when rank 0 goes away. Only rank 0 serves. Then it serves:
+vLLM native (`serve MODEL --distributed-executor-backend mp --nnodes N --node-rank R
+--master-addr HOST --master-port PORT [--headless]`, one process per host, no Ray) and SGLang
+(`--model-path MODEL --nnodes N --node-rank R --dist-init-addr HOST:PORT ...`): as their
+torch.distributed rendezvous, rank 0 listens at the master (dist-init) address and waits for ranks
+1..N-1 to join over the fabric; the other ranks connect there, and exit when rank 0 goes away.
+Only rank 0 serves (vLLM's other ranks run --headless). As vLLM does, it refuses --nnodes > 1 with
+the Ray backend, and a rank 0 started --headless. Then it serves:
 
     GET  /health                 200 once the actors are placed
     GET  /v1/models              {"data": [{"id": <served model name>, ...}]}
@@ -35,6 +38,7 @@ import argparse
 import hmac
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -81,11 +85,19 @@ def parse_args(argv):
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--api-key", default=None)
+    p.add_argument("--nnodes", "-n", type=int, default=1)
+    p.add_argument("--node-rank", "-r", type=int, default=0)
+    p.add_argument("--master-addr", default="127.0.0.1")
+    p.add_argument("--master-port", type=int, default=29501)
+    p.add_argument("--headless", action="store_true")
     p.add_argument("--placement-timeout", type=float,
                    default=float(os.environ.get("SPARKOPS_LAB_PLACEMENT_TIMEOUT", "60")))
     args, unknown = p.parse_known_args(argv)
     if unknown:
         print("stand-in: ignoring engine options %s" % " ".join(unknown), flush=True)
+    # what the shared rendezvous reads (SGLang's names)
+    args.tp_size = args.tensor_parallel_size * args.pipeline_parallel_size
+    args.dist_init_addr = "%s:%d" % (args.master_addr, args.master_port)
     return args
 
 
@@ -340,25 +352,31 @@ class Handler(BaseHTTPRequestHandler):
                                    "total_tokens": 1 + len(text.split())}})
 
 
-def main_sglang(args):
+def main_native(args, engine):
+    """One rank of a launch without Ray (SGLang's, or vLLM's mp backend across hosts)."""
     try:
+        if engine == "vllm" and args.node_rank == 0 and args.headless:
+            raise RuntimeError("--headless on --node-rank 0: the first rank serves the API")
         nodes = sglang_rendezvous(args)
     except Exception as exc:  # pylint: disable=broad-except
         print("stand-in: error: %s" % exc, flush=True)
         return 1
-    if args.node_rank:  # SGLang serves from rank 0 only; the others run their scheduler
+    if args.node_rank:  # only rank 0 serves; the others run their workers (vLLM: --headless)
         print("stand-in: rank %d of %d joined; serving through rank 0 at %s"
               % (args.node_rank, args.nnodes, args.dist_init_addr), flush=True)
         while True:
             time.sleep(3600)
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.model_name = args.served_model_name or args.model
-    server.model_path, server.max_len, server.ranks = args.model, args.max_model_len, "SGLang ranks"
-    server.engine = "sglang"
-    server.api_key = api_key(args, sglang=True)
-    # as SGLang does at start: it logs its whole server_args, the API key with them
-    print("stand-in: server_args=ServerArgs(model_path=%r, host=%r, port=%d, api_key=%r)"
-          % (args.model, args.host, args.port, args.api_key), flush=True)
+    server.model_path, server.max_len = args.model, args.max_model_len
+    server.ranks = "SGLang ranks" if engine == "sglang" else "vLLM ranks (mp backend, no Ray)"
+    server.engine = engine
+    server.api_key = api_key(args, sglang=engine == "sglang")
+    if engine == "sglang":  # as SGLang does at start: it logs its whole server_args, the API key with them
+        print("stand-in: server_args=ServerArgs(model_path=%r, host=%r, port=%d, api_key=%r)"
+              % (args.model, args.host, args.port, args.api_key), flush=True)
+    else:
+        load_weights()
     STATE["nodes"], STATE["ready"] = nodes, True
     print("stand-in: ready: serving %s from %d ranks (LAB STAND-IN, not an inference engine)"
           % (server.model_name, len(nodes)), flush=True)
@@ -380,13 +398,22 @@ def load_weights():
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    # as the engines do (uvicorn's and their own handlers): `docker stop` ends a rank at once, also
+    # where it runs as the container's PID 1 (a native rank), which the kernel spares an unhandled TERM
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))
     sglang = "--model-path" in argv
     args = parse_sglang_args(argv) if sglang else parse_args(argv)
     if not os.path.isfile(os.path.join(args.model, "config.json")):
         print("stand-in: error: %s has no config.json" % args.model, flush=True)
         return 2
     if sglang:
-        return main_sglang(args)
+        return main_native(args, "sglang")
+    if args.nnodes > 1 and args.distributed_executor_backend == "ray":
+        print("stand-in: error: --nnodes %d is for the mp backend: with --distributed-executor-backend ray "
+              "the Ray cluster places the ranks (as vLLM refuses it)" % args.nnodes, flush=True)
+        return 2
+    if args.distributed_executor_backend == "mp":
+        return main_native(args, "vllm")
     server = ThreadingHTTPServer((args.host, args.port), Handler)  # fails like vLLM when in use
     server.model_name = args.served_model_name or args.model
     server.model_path = args.model

@@ -25,7 +25,7 @@ class ActionModule(ControllerAction):
         candidates=dict(type="list", elements="str", required=True),
         hosts=dict(type="list", elements="str", required=True),
         architectures=dict(type="list", elements="str", default=[]),
-        need_ray=dict(type="bool", default=True),
+        launcher=dict(type="str", default="auto", choices=["auto", "ray", "native"]),
         cluster_hosts=dict(type="list", elements="str", default=[]),
     )
 
@@ -37,14 +37,15 @@ class ActionModule(ControllerAction):
         if mixed:
             return dict(failed=True, msg=mixed, selected=None, rows=[], table=[], pending=False)
         try:
-            selected, rows = select(args["candidates"], probes, platforms, args["need_ray"])
+            selected, rows = select(args["candidates"], probes, platforms, args["launcher"])
         except EngineError as exc:
             return dict(failed=True, msg=str(exc))
         result = dict(selected=selected, rows=rows, table=table_text(rows),
+                      launcher=next((r["launcher"] for r in rows if r["image"] == selected), None),
                       pending=selected is None and pending(rows))
         if selected is None and not result["pending"]:
             result.update(failed=True, msg=no_candidate_message(args["architectures"], args["hosts"], rows,
-                                                                args["need_ray"]))
+                                                                args["launcher"]))
         else:
             result["msg"] = "selected %s" % selected if selected else "not decided: check mode pulled nothing"
         return result

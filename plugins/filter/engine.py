@@ -32,10 +32,13 @@ options:
     description: C(hostvars); each host's C(sparkops_engine_probes) (image -> probe result or C({error})) and C(sparkops_host.architecture) are read.
     type: dict
     required: true
-  need_ray:
-    description: Reject images without Ray.
-    type: bool
-    default: true
+  launcher:
+    description:
+      - How the engine is to be launched - V(auto) (Ray when the image has it, else the engine's own
+        multi-node launch), V(ray) or V(native); an image that cannot be launched so is rejected.
+    type: str
+    choices: [auto, ray, native]
+    default: auto
 """
 
 EXAMPLES = r"""
@@ -77,13 +80,14 @@ def engine_probe_map(probe, pull):
     return out
 
 
-def engine_select(candidates, hosts, hostvars, need_ray=True):
+def engine_select(candidates, hosts, hostvars, launcher="auto"):
     probes, platforms = host_inputs(hosts, hostvars)
     try:
-        selected, rows = select(list(candidates), probes, platforms, need_ray)
+        selected, rows = select(list(candidates), probes, platforms, launcher)
     except EngineError as exc:
         raise AnsibleFilterError(str(exc))
-    return {"selected": selected, "rows": rows, "table": table_text(rows)}
+    return {"selected": selected, "rows": rows, "table": table_text(rows),
+            "launcher": next((r["launcher"] for r in rows if r["image"] == selected), None)}
 
 
 class FilterModule(object):

@@ -182,10 +182,10 @@ def engine_command(o):
         raise SpecError("engine is %r: expected vllm or sglang" % engine)
     if o.get("parallelism", "tensor") not in ("tensor", "pipeline"):
         raise SpecError("model_server_parallelism is %s: expected tensor or pipeline" % o.get("parallelism"))
-    launcher = o.get("launcher") or ("native" if engine == "sglang" else "ray")
-    if launcher not in ("ray", "native") or (engine == "sglang" and launcher == "ray"):
-        raise SpecError("launcher is %r: expected %s" % (
-            launcher, "native (SGLang runs one rank per host itself)" if engine == "sglang" else "ray or native"))
+    # SGLang runs its own launcher on every host either way (with `ray`, a Ray cluster runs beside it)
+    launcher = o.get("launcher") or "ray"
+    if launcher not in ("ray", "native"):
+        raise SpecError("launcher is %r: expected ray or native" % (launcher,))
     _need(o, "model_path", "served_name")
     max_len = str(o.get("max_model_len") if o.get("max_model_len") is not None else "")
     common = ["--host", str(o.get("host", "0.0.0.0")), "--port", str(o.get("port", 8000)),
@@ -229,19 +229,27 @@ def engine_command(o):
 def engine_container(o):
     """The docker_container arguments of the engine.
 
-    o: name, image, engine, entrypoint, args (engine_command()), model_path, ray_address
-    (head:port), node_address, auth, token_file, tmp_dir, env_file, env_file_sha256, env
-    (extra), secrets_dir and secrets (the names of those set: api_key, hf_token; the directory
-    is mounted read-only, never a secret in env or labels), shm_size, gpus, ray_head_container (vLLM shares its PID namespace: a Ray driver
-    on the head finds the node's raylet by its process and talks to it through /tmp/ray);
-    for SGLang, which runs NCCL itself on every host, privileged, devices, capabilities and
-    ulimits as the Ray containers have them.
+    o: name, image, engine, launcher (ray, or native: a rank on every host and no Ray), entrypoint,
+    args (engine_command()), model_path, ray_address (head:port), node_address, auth, token_file,
+    tmp_dir, env_file, env_file_sha256, env (extra), secrets_dir and secrets (the names of those
+    set: api_key, hf_token; the directory is mounted read-only, never a secret in env or labels),
+    shm_size, gpus, ray_head_container (vLLM over Ray shares its PID namespace: a Ray driver on the
+    head finds the node's raylet by its process and talks to it through /tmp/ray); for a native
+    launch, which runs NCCL itself on every host, privileged, devices, capabilities and ulimits as
+    the Ray containers have them. vLLM launched natively gets no Ray address, token or session
+    directory - only its fabric address (VLLM_HOST_IP).
     """
-    _need(o, "name", "image", "model_path", "tmp_dir", "ray_address")
-    auth = _flag(o.get("auth", False))
+    engine = o.get("engine") or "vllm"
+    launcher = o.get("launcher") or ("native" if engine == "sglang" else "ray")
+    vllm_native = engine == "vllm" and launcher == "native"
+    _need(o, "name", "image", "model_path", "tmp_dir", *(() if vllm_native else ("ray_address",)))
+    auth = _flag(o.get("auth", False)) and not vllm_native
     spec = _base(o, "model-server")
-    env = {"RAY_ADDRESS": o["ray_address"]}
-    env.update(ray_env(o.get("node_address") or "", auth))
+    if vllm_native:
+        env = {"VLLM_HOST_IP": o.get("node_address") or ""}
+    else:
+        env = {"RAY_ADDRESS": o["ray_address"]}
+        env.update(ray_env(o.get("node_address") or "", auth))
     env.update(dict((str(k), str(v)) for k, v in (o.get("env") or {}).items()))
     mounts = [{"type": "bind", "source": o["model_path"], "target": o["model_path"], "read_only": True}]
     secrets = list(o.get("secrets") or [])
@@ -252,11 +260,11 @@ def engine_container(o):
         env["HF_TOKEN_PATH"] = "%s/%s" % (_secrets.IN_CONTAINER, _secrets.HF_TOKEN_FILE)
     spec.update({
         "env": env,
-        "mounts": mounts + ray_mounts(o["tmp_dir"], auth, o.get("token_file") or ""),
+        "mounts": mounts + ([] if vllm_native else ray_mounts(o["tmp_dir"], auth, o.get("token_file") or "")),
         "entrypoint": list(o.get("entrypoint") or []),
         "command": list(o.get("args") or []),
     })
-    if (o.get("engine") or "vllm") == "vllm":
+    if engine == "vllm" and not vllm_native:
         _need(o, "ray_head_container")
         spec["pid_mode"] = "container:" + o["ray_head_container"]
     else:

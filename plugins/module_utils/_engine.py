@@ -494,7 +494,27 @@ def same_image_key(res):
     return res.get("content_id") or res.get("id") or res.get("digest")
 
 
-def candidate_problems(image, per_host, host_platforms, need_ray):
+def choose_launcher(requested, probe):
+    """(launcher, None) or (None, why) for one probed image.
+
+    requested: auto (Ray when the image has it, else the engine's own multi-node launch), ray
+    or native. probe: the image's probe result (its `launchers`: launcher -> None or why not).
+    """
+    if requested not in ("auto",) + LAUNCHERS:
+        raise EngineError("sparkops_launcher is %r: expected auto, ray or native" % (requested,))
+    offered = probe.get("launchers") or {
+        "ray": None if (probe.get("versions") or {}).get("ray") else "no Ray in the image",
+        "native": "not probed for it"}
+    order = LAUNCHERS if requested == "auto" else (requested,)
+    for launcher in order:
+        if offered.get(launcher, "not probed for it") is None:
+            return launcher, None
+    if requested == "auto":
+        return None, "no launcher: %s; native: %s" % (offered.get("ray") or "-", offered.get("native") or "-")
+    return None, "sparkops_launcher is %s: %s" % (requested, offered.get(requested) or "not probed for it")
+
+
+def candidate_problems(image, per_host, host_platforms, launcher="auto"):
     """Why a candidate cannot serve the model (empty list: it can).
 
     per_host: host -> probe result (or {"error": text} when pulling/probing failed there).
@@ -531,16 +551,15 @@ def candidate_problems(image, per_host, host_platforms, need_ray):
                 first["engine"], first["versions"].get("engine"), arch,
                 "only its generic Transformers backend: fallback" if verdict == "fallback"
                 else "unsupported"))
-    if need_ray and not first["versions"].get("ray"):
-        native = (first.get("launchers") or {}).get("native", "not read")
-        problems.append("no Ray in the image (the cluster backend is Ray)%s" % (
-            "; its command line offers %s's native multi-node launch, which this release does not run"
-            % first["engine"] if native is None and first["engine"] == "vllm" else ""))
+    dummy, why = choose_launcher(launcher, first)
+    if why:
+        problems.append(why)
     return problems
 
 
-def select(candidates, probes, host_platforms, need_ray):
-    """(selected image or None, table rows) over candidates in preference order.
+def select(candidates, probes, host_platforms, launcher="auto"):
+    """(selected image or None, table rows) over candidates in preference order; each row's
+    `launcher` is how that image would be launched (auto, ray or native asked: choose_launcher).
 
     probes: image -> host -> probe result.
     """
@@ -550,10 +569,11 @@ def select(candidates, probes, host_platforms, need_ray):
     rows, selected = [], None
     for image in candidates:
         per_host = probes.get(image) or {}
-        problems = candidate_problems(image, per_host, host_platforms, need_ray) if per_host else [
+        problems = candidate_problems(image, per_host, host_platforms, launcher) if per_host else [
             "not probed"]
         ok = [r for r in per_host.values() if not r.get("error") and not r.get("pending")]
         first = ok[0] if ok else {}
+        chosen = choose_launcher(launcher, first)[0] if first.get("engine") else None
         if not problems and selected is None:
             selected, status = image, "selected"
         elif not problems:
@@ -566,8 +586,9 @@ def select(candidates, probes, host_platforms, need_ray):
             "engine": first.get("engine"),
             "version": (first.get("versions") or {}).get("engine"),
             "ray": (first.get("versions") or {}).get("ray"),
-            # launcher -> None (the image offers it) or why not
+            # launcher -> None (the image offers it) or why not; the one it would be launched with
             "launchers": first.get("launchers") or {},
+            "launcher": chosen,
             "platform": first.get("platform"),
             "digest": first.get("digest"),
             "architectures": first.get("architectures") or {},
@@ -608,14 +629,16 @@ def pending(rows):
     return any("check mode pulls nothing" in reason for r in rows for reason in r["reasons"])
 
 
-def no_candidate_message(architectures, hosts, rows, need_ray):
+def no_candidate_message(architectures, hosts, rows, launcher="auto"):
     """What a deploy says when no candidate can serve the model (nothing was stopped yet)."""
+    need = {"auto": " and either Ray or its engine's own multi-node launch", "ray": " and Ray",
+            "native": " and its engine's own multi-node launch"}.get(launcher, "")
     return "\n".join(
         ["No candidate image can serve %s on %s (nothing was stopped):"
          % (", ".join(architectures), ", ".join(hosts))]
         + table_text(rows)
-        + ["Add an image that carries the model's architecture natively%s to engine_image_candidates."
-           % (" and Ray" if need_ray else "")])
+        + ["Add an image that carries the model's architecture natively%s to engine_image_candidates"
+           " (sparkops_launcher: %s)." % (need, launcher)])
 
 
 def table_text(rows):
@@ -624,10 +647,9 @@ def table_text(rows):
     width = max([len(r["image"]) for r in rows] + [5])
     for r in rows:
         engine = ("%s %s" % (r["engine"], r["version"] or "?")) if r["engine"] else "no engine"
-        native = (r.get("launchers") or {}).get("native", "not probed")
-        lines.append("%-*s  %-9s  %-16s  ray %-8s  native %-3s  %s" % (
+        lines.append("%-*s  %-9s  %-16s  ray %-8s  launch %-6s  %s" % (
             width, r["image"], r["status"].split(" ")[0], engine, r["ray"] or "-",
-            "yes" if r.get("engine") and native is None else "-", r["platform"] or "?"))
+            r.get("launcher") or "-", r["platform"] or "?"))
         for reason in r["reasons"]:
             lines.append("    - %s" % reason)
     return lines

@@ -17,8 +17,10 @@ description:
   - Reads each host's C(sparkops_engine_probes) (image -> probe result, or C({error}) for an
     image that could not be pulled or probed) and C(sparkops_host.architecture), and selects the
     first candidate, in preference order, that every host holds as the same image, that is built
-    for the hosts' CPU, carries an engine that serves every architecture natively, and carries
-    Ray when O(need_ray) is set.
+    for the hosts' CPU, carries an engine that serves every architecture natively, and can be
+    launched as O(launcher) asks - over Ray (Ray installed in the image) or natively, one engine
+    rank per host (the engine's own multi-node options, read from its command-line sources by
+    the probe).
   - Returns a row per candidate with the reasons it was rejected, and the rows as text lines.
   - Fails, with that table and what to do, when no candidate fits; in check mode a candidate
     not yet pulled is not judged (C(pending)) instead.
@@ -40,10 +42,15 @@ options:
     type: list
     elements: str
     default: []
-  need_ray:
-    description: Reject images without Ray.
-    type: bool
-    default: true
+  launcher:
+    description:
+      - V(ray) - the image must carry Ray; V(native) - the engine's own multi-node launch (vLLM's
+        C(--nnodes)/C(--node-rank)/C(--master-addr)/C(--headless), SGLang's C(--nnodes)/C(--node-rank)/C(--dist-init-addr));
+        V(auto) - Ray when the image has it, else native.
+    type: str
+    choices: [auto, ray, native]
+    default: auto
+    version_added: 0.3.0
   cluster_hosts:
     description:
       - Every host of the cluster (default O(hosts)), including those the image reaches only over
@@ -74,8 +81,15 @@ selected:
   description: The selected image, or null.
   returned: always
   type: str
+launcher:
+  description: How the selected image is launched (V(ray) or V(native)), or null.
+  returned: always
+  type: str
+  version_added: 0.3.0
 rows:
-  description: One row per candidate (image, status, engine, version, ray, platform, digest, architectures, reasons).
+  description: >-
+    One row per candidate (image, status, engine, version, ray, launchers - launcher to null where
+    the image offers it or why not -, launcher, platform, digest, architectures, reasons).
   returned: always
   type: list
   elements: dict

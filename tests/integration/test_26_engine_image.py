@@ -50,7 +50,9 @@ def test_probe_playbook_selects_vllm_017_and_explains_the_rest(lab):
     assert "vllm 0.14.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 in out
     assert "sglang 0.5.4 lacks %s" % QWEN35 in out
     assert "built for linux/arm64/v8, spark1 is linux/amd64" in out  # the variant as Docker reports it
-    assert "no Ray in the image" in out  # SGLang 0.5.10 has the model but no Ray
+    # SGLang 0.5.10 has the model and no Ray: it would be launched natively (its own --nnodes ...)
+    assert re.search(r"%slab-sglang:0\.5\.10 fits sglang 0\.5\.10 ray - launch native " % re.escape(REG), out), out
+    assert "%slab-vllm:0.17.0 selected vllm 0.17.0 ray 2.60.0 launch ray " % REG in out
 
 
 def test_each_phase_has_a_tag_and_one_runs_alone(old_model):

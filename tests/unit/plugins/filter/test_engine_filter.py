@@ -55,10 +55,13 @@ def test_no_candidate_message_names_archs_hosts_table_and_fix():
     per_host = {"img:a": dict(probe("img:a", "fallback"), item=None)}
     hostvars = {"s1": {"sparkops_host": {"architecture": "aarch64"}, "sparkops_engine_probes": per_host}}
     res = engine_select(["img:a"], ["s1"], hostvars)
-    text = no_candidate_message([QWEN35], ["s1"], res["rows"], True)
+    text = no_candidate_message([QWEN35], ["s1"], res["rows"], "ray")
     assert text.splitlines()[0] == "No candidate image can serve %s on s1 (nothing was stopped):" % QWEN35
     assert "    - vllm 0.17.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 in text
-    assert text.endswith("natively and Ray to engine_image_candidates.")
+    assert text.endswith("natively and Ray to engine_image_candidates (sparkops_launcher: ray).")
+    assert no_candidate_message([QWEN35], ["s1"], res["rows"]).endswith(
+        "natively and either Ray or its engine's own multi-node launch to engine_image_candidates"
+        " (sparkops_launcher: auto).")
     assert pending(res["rows"]) is False
     hostvars["s1"]["sparkops_engine_probes"] = {"img:a": {"pending": True}}
     assert pending(engine_select(["img:a"], ["s1"], hostvars)["rows"]) is True

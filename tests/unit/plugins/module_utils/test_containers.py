@@ -47,7 +47,8 @@ ENGINE = {"name": "sparkops-model-server", "image": "reg/vllm:0.17.0", "engine":
           "auth": True, "token_file": "/etc/sparkops/ray-token", "tmp_dir": "/var/lib/sparkops/ray",
           "env_file": "/etc/sparkops/fabric.env", "env_file_sha256": "ab" * 32, "env": {},
           "shm_size": "10.24g", "gpus": True, "ray_head_container": "sparkops-ray-head",
-          "restart_policy": "unless-stopped", "secrets_dir": "/etc/sparkops/secrets", "secrets": ["api_key"]}
+          "restart_policy": "unless-stopped", "secrets_dir": "/etc/sparkops/secrets", "secrets": ["api_key"],
+          "launcher": "ray"}
 
 ENGINE_CHANGES = {"name": "other", "image": "reg/vllm:0.18.0", "engine": "sglang",
                   "entrypoint": ["python3", "-m", "x"], "args": ["/opt/models/m", "--port", "8001"],
@@ -55,7 +56,7 @@ ENGINE_CHANGES = {"name": "other", "image": "reg/vllm:0.18.0", "engine": "sglang
                   "node_address": "192.168.100.11", "auth": False, "token_file": "/root/t", "tmp_dir": "/srv/ray",
                   "env_file": "", "env_file_sha256": "cd" * 32, "env": {"HF_HUB_OFFLINE": "1"},
                   "shm_size": "32g", "gpus": False, "ray_head_container": "other-head", "restart_policy": "no",
-                  "secrets_dir": "/srv/secrets", "secrets": ["api_key", "hf_token"]}
+                  "secrets_dir": "/srv/secrets", "secrets": ["api_key", "hf_token"], "launcher": "native"}
 
 
 def test_every_ray_input_is_covered_by_a_change():
@@ -247,3 +248,34 @@ def test_the_secrets_directory_is_mounted_read_only_and_the_token_read_from_its_
     none = engine_container(dict(copy.deepcopy(ENGINE), secrets=[]))
     assert not [m for m in none["mounts"] if m["target"] == "/run/sparkops/secrets"]
     assert "HF_TOKEN_PATH" not in none["env"]
+
+
+def test_vllm_native_ranks_meet_at_the_heads_fabric_address_and_only_rank_0_serves():
+    """vLLM without Ray (its mp backend across hosts, as NVIDIA's two-Spark guide launches it): every
+    rank names the world and the master; the ranks other than 0 are --headless (no API server)."""
+    head = engine_command(dict(CMD, launcher="native", node_rank=0, head_address="192.168.100.10"))[1]
+    other = engine_command(dict(CMD, launcher="native", node_rank=1, head_address="192.168.100.10"))[1]
+    want = ["--distributed-executor-backend", "mp", "--nnodes", "2", "--node-rank", "%d",
+            "--master-addr", "192.168.100.10", "--master-port", "29501"]
+    at = head.index("--distributed-executor-backend")
+    assert head[at:at + len(want)] == [w.replace("%d", "0") for w in want] and "--headless" not in head
+    assert other[at:at + len(want) + 1] == [w.replace("%d", "1") for w in want] + ["--headless"]
+    assert "ray" not in head
+    with pytest.raises(SpecError, match="launcher is 'slurm': expected ray or native"):
+        engine_command(dict(CMD, launcher="slurm"))
+    # SGLang's ranks are its own either way (over `ray`, a Ray cluster runs beside them)
+    assert engine_command(dict(CMD, engine="sglang", launcher="ray")) == engine_command(
+        dict(CMD, engine="sglang", launcher="native"))
+
+
+def test_a_native_vllm_rank_has_no_ray_in_its_container_and_drives_nccl_itself():
+    native = dict(copy.deepcopy(ENGINE), launcher="native", **SGLANG_RDMA)
+    del native["ray_address"]  # no Ray cluster to name
+    spec = engine_container(native)
+    assert "pid_mode" not in spec
+    assert spec["env"] == {"VLLM_HOST_IP": "192.168.100.10"}  # no RAY_ADDRESS, no Ray token
+    assert all("/tmp/ray" != m["target"] and "ray-token" not in m["target"] for m in spec["mounts"])
+    for key in SGLANG_RDMA:
+        assert spec[key] == SGLANG_RDMA[key], key
+    over_ray = engine_container(copy.deepcopy(ENGINE))
+    assert over_ray["env"]["RAY_ADDRESS"] == "192.168.100.10:6379" and over_ray["pid_mode"]

@@ -211,23 +211,38 @@ def test_select_first_fitting_and_table():
         "vllm:later": {"s1": probe("vllm", "0.17.0", "native"), "s2": probe("vllm", "0.17.0", "native")},
     }
     platforms = {"s1": "linux/amd64", "s2": "linux/amd64"}
-    selected, rows = select(list(probes), probes, platforms, need_ray=True)
+    selected, rows = select(list(probes), probes, platforms, launcher="ray")
     assert selected == "vllm:0.17"
     why = dict((r["image"], " | ".join(r["reasons"])) for r in rows)
     assert "vllm 0.14.0 lacks %s (only its generic Transformers backend: fallback)" % QWEN35 \
         in why["vllm:0.14"]
     assert "built for linux/arm64, s1 is linux/amd64" in why["vllm:arm"]
-    assert why["sglang:noray"] == "no Ray in the image (the cluster backend is Ray)"
-    assert why["vllm:noray"] == ("no Ray in the image (the cluster backend is Ray); its command line offers "
-                                 "vllm's native multi-node launch, which this release does not run")
+    assert why["sglang:noray"] == "sparkops_launcher is ray: no Ray in the image"
+    assert why["vllm:noray"] == "sparkops_launcher is ray: no Ray in the image"
     assert "different images" in why["vllm:moved"]
     assert "s2: pull timed out" in why["vllm:pullfail"]
     assert [r["status"] for r in rows][-2:] == ["selected", "fits (an earlier candidate was chosen)"]
-    assert "no Ray" not in " ".join(select(["sglang:noray"], probes, platforms, need_ray=False)[1][0]["reasons"])
     text = "\n".join(table_text(rows))
     assert "vllm:0.17" in text and "rejected" in text
-    assert re.search(r"^vllm:noray +rejected +vllm 0\.17\.0 +ray - +native yes ", text, re.M), text
-    assert re.search(r"^vllm:0\.17 +selected +vllm 0\.17\.0 +ray 2\.60\.0 +native - ", text, re.M), text
+    assert re.search(r"^vllm:noray +rejected +vllm 0\.17\.0 +ray - +launch - ", text, re.M), text
+    assert re.search(r"^vllm:0\.17 +selected +vllm 0\.17\.0 +ray 2\.60\.0 +launch ray ", text, re.M), text
+    # auto: Ray where the image has it, else the engine's own multi-node launch (a row's launcher)
+    selected, rows = select(["vllm:noray", "vllm:0.17"], probes, platforms)
+    assert selected == "vllm:noray" and rows[0]["launcher"] == "native" and rows[1]["launcher"] == "ray"
+    assert re.search(r"^vllm:noray +selected +vllm 0\.17\.0 +ray - +launch native ",
+                     "\n".join(table_text(rows)), re.M)
+    # native asked: an image with Ray is launched natively when its CLI offers it, refused when not
+    both = dict(probe("vllm", "0.17.0", "native"), launchers={"ray": None, "native": None})
+    assert select(["b"], {"b": {"s1": both}}, platforms, "native")[1][0]["launcher"] == "native"
+    old = dict(probe("vllm", "0.9.0", "native"), launchers={
+        "ray": None, "native": "vllm's command line has no --headless (read x)"})
+    assert select(["o"], {"o": {"s1": old}}, platforms, "native")[1][0]["reasons"] == [
+        "sparkops_launcher is native: vllm's command line has no --headless (read x)"]
+    # an image from a probe that did not read the CLI (the runtime probe) has only Ray to offer
+    assert select(["o"], {"o": {"s1": probe("vllm", "0.17.0", "native", ray=None)}}, platforms)[1][0][
+        "reasons"] == ["no launcher: no Ray in the image; native: not probed for it"]
+    with pytest.raises(EngineError, match="sparkops_launcher is 'mpi': expected auto, ray or native"):
+        select(["o"], {"o": {"s1": old}}, platforms, "mpi")
     with pytest.raises(EngineError, match="candidate list is empty"):
         select([], probes, platforms, True)
 
