@@ -144,6 +144,15 @@ supported:
   description: Whether the image has an engine and every requested architecture is native.
   returned: always
   type: bool
+launchers:
+  description:
+    - How the image can be launched across hosts - C(ray) (Ray is installed) and C(native) (the engine's
+      own multi-node options, read from its command-line sources by the static probe) - each null when
+      offered, else why not. The runtime probe does not read the sources (C(native) says so).
+  returned: always
+  type: dict
+  sample: {ray: "no Ray in the image", native: null}
+  version_added: 0.3.0
 method:
   description: The method that produced the answer (C(static) or C(runtime)).
   returned: always

@@ -148,14 +148,18 @@ def test_a_crafted_image_never_makes_the_static_probe_read_host_files(lab):
 
 @pytest.mark.fault(
     fault='no candidate image can serve the model',
-    inject='candidates: an engine too old for the architecture, one without Ray, one without an engine',
+    inject='sparkops_launcher ray; candidates: an engine too old for the architecture, one without Ray, one '
+           'without an engine',
     message="'No candidate image can serve ... on spark1, spark2 (nothing was stopped)', each candidate's reason",
     left='the old services running on both hosts (nothing was stopped)')
 def test_no_candidate_fits_stops_before_anything_is_stopped(old_model):
     res = deploy("-e", json.dumps({"sparkops_engine_candidates": [
-        REG + "lab-vllm:0.14.0", REG + "lab-sglang:0.5.10", REG + "lab-engine:ray-2.60.0"]}))
+        REG + "lab-vllm:0.14.0", REG + "lab-sglang:0.5.10", REG + "lab-engine:ray-2.60.0"],
+        "sparkops_launcher": "ray"}))
     assert res.returncode != 0
     out = flat(res.out)
+    assert "%slab-sglang:0.5.10 rejected sglang 0.5.10 ray - launch - " % REG in out
+    assert "- sparkops_launcher is ray: no Ray in the image" in out
     assert "No candidate image can serve %s on spark1, spark2 (nothing was stopped)" % QWEN35 in out
     assert "no engine (no inference engine installed" in out
     assert "Nothing was rolled back: this run stopped no service." in out

@@ -58,7 +58,9 @@ def test_the_report_is_complete():
     status = dict((r["image"].split("/")[-1], r["status"]) for r in report["image"]["candidates"])
     assert status == {"lab-vllm:0.14.0": "rejected", "lab-sglang:0.5.4": "rejected",
                       "lab-vllm:0.17.0-arm64": "rejected", "lab-vllm:0.17.0": "selected",
-                      "lab-sglang:0.5.10": "rejected"}
+                      "lab-sglang:0.5.10": "fits (an earlier candidate was chosen)"}
+    launch = dict((r["image"].split("/")[-1], r["launcher"]) for r in report["image"]["candidates"])
+    assert launch["lab-vllm:0.17.0"] == "ray" and launch["lab-sglang:0.5.10"] == "native"  # SGLang has no Ray
     assert report["ray"]["nodes"] == 2 and report["ray"]["gpus"] == 2
     assert report["serving"]["model"] == "qwen3.5-lab"
     assert report["serving"]["endpoint"] == "http://10.77.0.11:8000/v1"
