@@ -330,10 +330,15 @@ def cli_flags(fs, engine, pkg):
     return flags, read, errors
 
 
+def ray_offer(ray_version):
+    """The `ray` launcher's entry: None (offered: Ray is installed) or why not."""
+    return None if ray_version else "no Ray in the image"
+
+
 def launchers(engine, ray_version, flags, read):
     """{launcher: None (offered) or why not} for an image: `ray` needs Ray installed; `native`
     needs the engine's own multi-node options (NATIVE_FLAGS) in its CLI sources."""
-    out = {"ray": None if ray_version else "no Ray in the image"}
+    out = {"ray": ray_offer(ray_version)}
     if not read:
         out["native"] = "%s's command-line sources (%s) were not found" % (
             engine, ", ".join(CLI_SOURCES.get(engine, ())) or "none known")
@@ -457,7 +462,7 @@ def result(image_info, facts, architectures, method):
         "native_count": len(facts.get("native") or []),
         # launcher -> None (offered) or why not; a runtime probe does not read the CLI sources
         "launchers": facts.get("launchers") or {
-            "ray": None if versions.get("ray") else "no Ray in the image",
+            "ray": ray_offer(versions.get("ray")),
             "native": "not read (the runtime probe asks the engine's registry only)"},
     }
 
@@ -503,8 +508,7 @@ def choose_launcher(requested, probe):
     if requested not in ("auto",) + LAUNCHERS:
         raise EngineError("sparkops_launcher is %r: expected auto, ray or native" % (requested,))
     offered = probe.get("launchers") or {
-        "ray": None if (probe.get("versions") or {}).get("ray") else "no Ray in the image",
-        "native": "not probed for it"}
+        "ray": ray_offer((probe.get("versions") or {}).get("ray")), "native": "not probed for it"}
     order = LAUNCHERS if requested == "auto" else (requested,)
     for launcher in order:
         if offered.get(launcher, "not probed for it") is None:
