@@ -40,9 +40,9 @@ class ActionModule(ControllerAction):
             selected, rows = select(args["candidates"], probes, platforms, args["launcher"])
         except EngineError as exc:
             return dict(failed=True, msg=str(exc))
-        result = dict(selected=selected, rows=rows, table=table_text(rows),
-                      launcher=next((r["launcher"] for r in rows if r["image"] == selected), None),
-                      pending=selected is None and pending(rows))
+        chosen = next((r for r in rows if r["image"] == selected), {})
+        result = dict(selected=selected, rows=rows, table=table_text(rows), launcher=chosen.get("launcher"),
+                      engine=chosen.get("engine"), pending=selected is None and pending(rows))
         if selected is None and not result["pending"]:
             result.update(failed=True, msg=no_candidate_message(args["architectures"], args["hosts"], rows,
                                                                 args["launcher"]))

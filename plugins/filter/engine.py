@@ -49,7 +49,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C({selected, rows, table}); table is the rows as text lines.
+  description: >-
+    C({selected, rows, table, launcher, engine}); table is the rows as text lines, launcher and engine
+    the selected image's (null when none is selected).
   type: dict
 """
 
@@ -86,8 +88,9 @@ def engine_select(candidates, hosts, hostvars, launcher="auto"):
         selected, rows = select(list(candidates), probes, platforms, launcher)
     except EngineError as exc:
         raise AnsibleFilterError(str(exc))
+    chosen = next((r for r in rows if r["image"] == selected), {})
     return {"selected": selected, "rows": rows, "table": table_text(rows),
-            "launcher": next((r["launcher"] for r in rows if r["image"] == selected), None)}
+            "launcher": chosen.get("launcher"), "engine": chosen.get("engine")}
 
 
 class FilterModule(object):

@@ -25,6 +25,11 @@ import json
 
 from ansible_collections.sparkops.inference.plugins.module_utils import _secrets
 from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog
+from ansible_collections.sparkops.inference.plugins.module_utils._plan import (
+    ENGINES,
+    SGLANG_DIST_PORT,
+    VLLM_MASTER_PORT,
+)
 
 SPEC_LABEL = "sparkops.spec"
 ENV_FILE_LABEL = "sparkops.env-sha256"
@@ -36,9 +41,6 @@ PORT_FLAGS = [("node_manager", "--node-manager-port"), ("object_manager", "--obj
               ("dashboard_agent_listen", "--dashboard-agent-listen-port"),
               ("metrics_export", "--metrics-export-port"), ("runtime_env_agent", "--runtime-env-agent-port"),
               ("min_worker", "--min-worker-port"), ("max_worker", "--max-worker-port")]
-ENGINES = ("vllm", "sglang")
-SGLANG_DIST_PORT = 20000
-VLLM_MASTER_PORT = 29501  # vLLM's own default for --master-port (ParallelConfig.master_port)
 
 
 class SpecError(ValueError):

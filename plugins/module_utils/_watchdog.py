@@ -20,7 +20,11 @@ roles/watchdog with ``python3 -u _watchdog.py CONFIG``: this very file, copied t
   teardown at work) pauses it.
 - A **worker's** agent asks the head's agent for the generation every ``poll`` seconds and
   runs on its own host the phases it has not run yet (stop its engine container if it has one,
-  restart its Ray container, start its engine). The head's answers are signed with the
+  restart its Ray container, start its engine).
+- A launch **without Ray** (one engine rank per host) has no Ray container (``ray_container``
+  empty): its gang is every host's rank stopped, then started again, the head's first - the
+  ``ray`` phase restarts nothing, and is still published and confirmed, so the ranks start only
+  once every one of them has stopped. The head's answers are signed with the
   cluster's Ray token (HMAC-SHA256), so nothing else on the network can restart a worker.
 - Each agent keeps its state in ``state_file`` (``/var/lib/sparkops/watchdog.json``), which
   ``status.yml`` and the report read (``describe``).
@@ -94,7 +98,8 @@ def config(o):
     cfg.update(settings(o))
     if cfg.get("role") not in ("head", "worker"):
         raise ConfigError("role is %r: expected head or worker" % (cfg.get("role"),))
-    need = ("host", "ray_container", "engine_container", "state_file")
+    # ray_container may be empty: a launch without Ray (one engine rank per host)
+    need = ("host", "engine_container", "state_file")
     if cfg["role"] == "head":
         need += ("probe_url", "model", "listen", "port", "workers", "pause_file", "lock_file")
     else:
@@ -500,7 +505,8 @@ class Head(object):
                 self.publish(phase)
                 docker.act("stop", cfg["engine_container"], cfg["stop_timeout"])
             elif phase == "ray":  # the head's own Ray node first: the workers' join it
-                docker.act("restart", cfg["ray_container"], cfg["stop_timeout"])
+                if cfg.get("ray_container"):
+                    docker.act("restart", cfg["ray_container"], cfg["stop_timeout"])
                 self.publish(phase)
             else:
                 self.publish(phase)
@@ -607,8 +613,9 @@ class Worker(object):
 
     def run(self):
         cfg = self.cfg
-        actions = {"stop": ("stop", cfg["engine_container"]), "ray": ("restart", cfg["ray_container"]),
-                   "engine": ("start", cfg["engine_container"])}
+        actions = {"stop": ("stop", cfg["engine_container"]), "engine": ("start", cfg["engine_container"])}
+        if cfg.get("ray_container"):  # none in a launch without Ray
+            actions["ray"] = ("restart", cfg["ray_container"])
         while True:
             gen, phase = self.state.get("generation"), self.state.get("phase") or "done"
             url = "%s/gang?host=%s&generation=%s&phase=%s" % (cfg["head_url"], cfg["host"], gen or 0, phase)

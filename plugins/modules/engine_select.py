@@ -86,6 +86,11 @@ launcher:
   returned: always
   type: str
   version_added: 0.3.0
+engine:
+  description: The selected image's engine as its probe found it (V(vllm) or V(sglang)), or null.
+  returned: always
+  type: str
+  version_added: 0.3.0
 rows:
   description: >-
     One row per candidate (image, status, engine, version, ray, launchers - launcher to null where

@@ -1,4 +1,5 @@
 """Integration tests: real ansible-core, real sshd/dockerd on the lab's simulated Sparks."""
+import json
 import os
 import re
 import subprocess
@@ -119,6 +120,30 @@ def gpu_mib(host_ip):
     """The GPU memory of each compute process, as the lab's nvidia-smi stand-in counts it, sorted."""
     out = ssh(host_ip, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits").out
     return sorted(int(line.split(",")[1]) for line in out.splitlines() if line.strip())
+
+
+WATCHDOG_STATE = "/var/lib/sparkops/watchdog.json"
+
+
+def watchdog_state(ip="10.77.0.11"):
+    """The state file of a host's watchdog agent (the head's by default), {"unreadable": ...} if none."""
+    out = ssh(ip, "cat %s" % WATCHDOG_STATE).out
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {"unreadable": out}
+
+
+def wait_watchdog(predicate, what, timeout=120):
+    """Until the head agent's state satisfies predicate; its state and log when it never does."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        state = watchdog_state()
+        if predicate(state):
+            return state
+        time.sleep(1)
+    pytest.fail("the watchdog did not %s within %d s: state %s; log:\n%s" % (
+        what, timeout, watchdog_state(), ssh("10.77.0.11", "docker logs --tail 30 sparkops-watchdog 2>&1").out))
 
 
 def only_the_old_model_is_left(host_ip, record="/var/lib/sparkops/gpu_memory_stopped.json"):

@@ -6,10 +6,11 @@ on the way gives it back. (The engine is the lab's stand-in: its ranks meet over
 the master address as torch.distributed's do; only rank 0 serves.)"""
 import json
 import re
+import socket
 
 import pytest
 
-from conftest import playbook, ssh, still_serves
+from conftest import playbook, ssh, still_serves, wait_watchdog
 
 HOSTS = ("10.77.0.11", "10.77.0.12")
 REG = "10.77.0.5:5000/sparkops/"
@@ -63,8 +64,8 @@ def test_a_ray_less_vllm_is_served_natively_on_every_host(native):
     assert res.returncode == 0, res.out[-4000:]
     out = flat(res.out)
     assert re.search(r"lab-vllm:0\.17\.0-noray selected vllm 0\.17\.0 ray - launch native ", out), out[-3000:]
-    assert ("is served by vllm (%slab-vllm:0.17.0-noray) at http://10.77.0.11:8000/v1 (ranks on spark1, spark2, "
-            "no Ray)" % REG) in out
+    assert ("is served by vllm (%slab-vllm:0.17.0-noray) at http://10.77.0.11:8000/v1 (no Ray, ranks on spark1, "
+            "spark2)" % REG) in out
     assert "from 2 vLLM ranks (mp backend, no Ray) on 192.168.77.11, 192.168.77.12" in out
     assert "launch native - 2 engine ranks, one per host (spark1, spark2), no Ray" in out
     for ip in HOSTS:  # a rank on every host; the Ray containers and what served over Ray are gone
@@ -85,11 +86,10 @@ def test_a_native_re_run_changes_nothing(native):
 
 
 @pytest.mark.fault(
-    fault="a launch the selected image or these settings cannot run (ray asked of a Ray-less image; native "
-          "with the opt-in firewall)",
-    inject="-e sparkops_launcher=ray with only the Ray-less vLLM as candidate; then native with sparkops_firewall",
-    message="'sparkops_launcher is ray: no Ray in the image' in the candidate table; '... is launched natively "
-            "... sparkops_firewall is on: its chain admits the Ray ports, not the master and NCCL ports of the ranks'",
+    fault="a launch the selected image cannot run (ray asked of a Ray-less image)",
+    inject="-e sparkops_launcher=ray with only the Ray-less vLLM as candidate",
+    message="'sparkops_launcher is ray: no Ray in the image' in the candidate table, 'No candidate image can "
+            "serve ... (nothing was stopped)'",
     left="the native ranks that served, untouched (the same containers), nothing stopped")
 def test_a_launch_that_cannot_run_is_refused_before_anything_stops(native):
     ids = dict((ip, containers(ip)) for ip in HOSTS)
@@ -99,11 +99,6 @@ def test_a_launch_that_cannot_run_is_refused_before_anything_stops(native):
     assert "No candidate image can serve" in out and "(nothing was stopped)" in out
     assert "- sparkops_launcher is ray: no Ray in the image" in out
     assert "and Ray to engine_image_candidates (sparkops_launcher: ray)" in out
-    res = deploy("-e", json.dumps(dict(NORAY, sparkops_firewall=True)))
-    assert res.returncode != 0
-    assert ("%slab-vllm:0.17.0-noray is launched natively (sparkops_launcher: auto; one engine rank per host, no "
-            "Ray), and sparkops_firewall is on: its chain admits the Ray ports, not the master and NCCL ports "
-            "of the ranks. Set sparkops_firewall: false, or sparkops_launcher: ray" % REG) in flat(res.out)
     assert "TASK [sparkops.inference.gpu_memory" not in res.out
     assert dict((ip, containers(ip)) for ip in HOSTS) == ids
     assert still_serves()
@@ -152,3 +147,77 @@ def test_back_to_ray_then_a_failed_move_to_native_brings_ray_back(native):
     assert dict((ip, containers(ip)) for ip in HOSTS) == served
     assert still_serves()  # over Ray again: the engine of before placed its ranks on both nodes
     assert "from 2 Ray actors on 192.168.77.11, 192.168.77.12" in completion()
+
+
+WATCHDOG = {"watchdog_enabled": True, "watchdog_interval": 2, "watchdog_timeout": 1, "watchdog_failures": 3,
+            "watchdog_max_restarts": 2, "watchdog_window": 3600, "watchdog_grace": 30, "watchdog_stop_timeout": 5}
+
+
+def chain(ip):
+    return ssh(ip, "iptables -w -S SPARKOPS-RAY").out
+
+
+@pytest.mark.fault(
+    fault="a native engine rank wedged (alive for Docker, silent for its clients), behind the opt-in firewall",
+    inject="a move from Ray to native ranks with sparkops_firewall and watchdog_enabled; then kill -STOP of the "
+           "head's rank",
+    message="the head agent's log: 'gang restart, generation N: stop', 'ray', 'engine', 'done'; the chain: "
+            "'--dports ...,29880,29501 -j DROP' after the cluster hosts' RETURN rules",
+    left="both ranks started again once (no Ray container started), serving from both hosts; the ranks' master "
+         "port dropped for the controller, let through for the worker; after teardown no chain and nothing of ours, "
+         "and a second teardown finds nothing to change")
+def test_native_ranks_behind_the_firewall_are_restarted_by_the_watchdog_as_one_gang(native):
+    """The last of the file (it leaves the chain and the agents to its teardown): from Ray (what the test
+    before left) to native ranks with the firewall and the watchdog on - the launch plan's meeting port in
+    the chain, the agents' gang made of the ranks alone."""
+    settings = dict(NORAY, sparkops_firewall=True, ray_cluster_firewall_engine_clients=["10.77.0.1"], **WATCHDOG)
+    try:
+        res = deploy("-e", json.dumps(settings))
+        assert res.returncode == 0, res.out[-3000:]
+        for ip in HOSTS:
+            assert set(n for n, (dummy, up) in containers(ip).items() if up) == {ENGINE, "sparkops-watchdog"}, ip
+            rules = chain(ip)
+            assert "-A SPARKOPS-RAY -s 192.168.77.11/32 -j RETURN" in rules, rules
+            assert "--dports 6379:6385,8265,10001:10999,8000,29876,29511,29880,29501 -j DROP" in rules, rules
+        # the ranks' master port on the head: dropped for the controller (a timeout, not a refusal); the
+        # worker's attempt over the fabric is let through (the stand-in's rank 0 listens there only while
+        # the ranks meet: refused now, where a drop would time out)
+        try:
+            socket.create_connection(("192.168.77.11", 29501), timeout=1).close()
+            dropped = False
+        except socket.timeout:
+            dropped = True
+        except OSError:
+            dropped = False
+        assert dropped
+        res = ssh(HOSTS[1], "timeout 3 bash -c '</dev/tcp/192.168.77.11/29501'")
+        assert res.returncode == 0 or "Connection refused" in res.out, res.out
+        status = flat(playbook("playbooks/status.yml", "-i", "inventories/lab").out)
+        assert ("Ray: none - the last deploy launched vllm without Ray: 2 engine rank(s), one per host "
+                "(spark1, spark2)") in status, status[-3000:]
+        state = wait_watchdog(lambda s: s.get("state") == "watching", "start watching")
+        gen = state["generation"]
+        started = dict((ip, ssh(ip, "docker inspect -f '{{.State.StartedAt}}' %s" % ENGINE).out) for ip in HOSTS)
+        pid = ssh(HOSTS[0], "docker inspect -f '{{.State.Pid}}' %s" % ENGINE).out.strip()
+        assert pid.isdigit() and int(pid) > 0, pid
+        assert ssh(HOSTS[0], "kill -STOP %s" % pid).returncode == 0
+        wait_watchdog(lambda s: s.get("generation") == gen + 1 and s.get("phase") == "done", "restart the gang")
+        state = wait_watchdog(lambda s: s.get("state") == "watching", "see the engine answer again")
+        assert state["gangs"][-1]["missing"] == [] and state["workers"]["spark2"]["generation"] == gen + 1, state
+        after = dict((ip, ssh(ip, "docker inspect -f '{{.State.StartedAt}}' %s" % ENGINE).out) for ip in HOSTS)
+        assert all(after[ip] != started[ip] for ip in HOSTS), (started, after)
+        log = ssh(HOSTS[0], "docker logs sparkops-watchdog 2>&1").out
+        assert [line.split(": ")[-1] for line in log.splitlines() if "generation %d:" % (gen + 1) in line] == \
+            ["stop", "ray", "engine", "done"], log[-2000:]
+        for ip in HOSTS:  # the gang started no Ray container
+            assert not any(n in RAY and up for n, (dummy, up) in containers(ip).items()), ip
+        assert "from 2 vLLM ranks (mp backend, no Ray) on 192.168.77.11, 192.168.77.12" in completion()
+    finally:
+        res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "ray_cluster_firewall=true")
+    assert res.returncode == 0, res.out[-3000:]
+    for ip in HOSTS:
+        assert "SPARKOPS-RAY" not in ssh(ip, "iptables -w -S").out
+        assert not containers(ip), ip
+    # again, with nothing left to remove (nf_tables' iptables-restore: "Chain 'SPARKOPS-RAY' does not exist")
+    res = playbook("playbooks/teardown.yml", "-i", "inventories/lab", "-e", "ray_cluster_firewall=true")
+    assert res.returncode == 0 and all("changed=0" in l for l in recap_changed(res.out)), res.out[-3000:]

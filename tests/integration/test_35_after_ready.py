@@ -9,7 +9,17 @@ import time
 
 import pytest
 
-from conftest import LAB, REPORTS, old_model_only, only_the_old_model_is_left, playbook, run, ssh
+from conftest import (
+    LAB,
+    REPORTS,
+    old_model_only,
+    only_the_old_model_is_left,
+    playbook,
+    run,
+    ssh,
+    wait_watchdog,
+    watchdog_state,
+)
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 HOSTS = (SPARK1, SPARK2)
@@ -296,28 +306,7 @@ def test_a_killed_head_is_repaired_by_a_re_run(serving):
 WATCHDOG = ["-e", "watchdog_enabled=true", "-e", "watchdog_interval=2", "-e", "watchdog_timeout=1",
             "-e", "watchdog_failures=3", "-e", "watchdog_max_restarts=2", "-e", "watchdog_window=3600",
             "-e", "watchdog_grace=30", "-e", "watchdog_stop_timeout=5"]
-WATCHDOG_STATE = "/var/lib/sparkops/watchdog.json"
 BLOCK_ENGINE = ["iptables", "-w", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "DROP"]
-
-
-def watchdog_state(ip=SPARK1):
-    out = ssh(ip, "cat %s" % WATCHDOG_STATE).out
-    try:
-        return json.loads(out)
-    except ValueError:
-        return {"unreadable": out}
-
-
-def wait_watchdog(predicate, what, timeout=120):
-    """Until the head agent's state satisfies predicate; its state and log when it never does."""
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        state = watchdog_state()
-        if predicate(state):
-            return state
-        time.sleep(1)
-    pytest.fail("the watchdog did not %s within %d s: state %s; log:\n%s" % (
-        what, timeout, watchdog_state(), ssh(SPARK1, "docker logs --tail 30 sparkops-watchdog 2>&1").out))
 
 
 @pytest.fixture(scope="module")

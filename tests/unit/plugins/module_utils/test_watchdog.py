@@ -190,10 +190,10 @@ def free_port():
     return port
 
 
-def start_worker(tmp_path, host, token_file, port, docker):
+def start_worker(tmp_path, host, token_file, port, docker, ray_container="sparkops-ray-worker"):
     """A real worker agent in a thread, polling the head's agent on loopback; back once it wrote
     its state file (its first contact)."""
-    cfg = wd.config({"role": "worker", "host": host, "ray_container": "sparkops-ray-worker",
+    cfg = wd.config({"role": "worker", "host": host, "ray_container": ray_container,
                      "engine_container": "sparkops-model-server", "state_file": str(tmp_path / (host + ".json")),
                      "token_file": str(token_file), "head_url": "http://127.0.0.1:%d" % port, "poll": 1})
     thread = threading.Thread(target=wd.Worker(cfg, docker).run)
@@ -243,6 +243,34 @@ def test_one_gang_restart_goes_head_workers_engine_and_a_worker_with_another_tok
     assert line.startswith("follows the head's agent: gang restart 1 run here")
     other = json.loads((tmp_path / "spark3.json").read_text())
     assert "not signed with this cluster's Ray token" in other["last_error"] and other["generation"] is None
+
+
+def test_without_ray_the_gang_stops_every_rank_then_starts_every_rank(tmp_path):
+    """A native launch (no Ray container: ray_container empty): the ranks on every host stop, then -
+    once every agent confirmed the stop and the empty ray phase - start again; nothing else is
+    touched (a container named like a Ray node that is there is not restarted)."""
+    calls = []
+    token = tmp_path / "token"
+    token.write_bytes(b"cluster-token\n")
+    port = free_port()
+    docker = {}
+    for host in ("spark1", "spark2", "spark3"):
+        # what a launch that moved from Ray left: a stopped *-previous Ray container is no business of the gang
+        FakeDockerd(str(tmp_path / (host + ".sock")), host, calls, ["sparkops-model-server", "sparkops-ray-worker"])
+        docker[host] = wd.Docker(str(tmp_path / (host + ".sock")), timeout=5)
+    head = wd.Head(wd.config(dict(HEAD, ray_container="", state_file=str(tmp_path / "head.json"),
+                                  token_file=str(token), port=port, workers=["spark2", "spark3"],
+                                  phase_timeout=20, poll=1)), docker["spark1"])
+    head.serve()
+    for host in ("spark2", "spark3"):
+        start_worker(tmp_path, host, token, port, docker[host], ray_container="")
+    head.gang()
+    hosts = ("spark1", "spark2", "spark3")
+    assert set(calls[:3]) == set("%s stop sparkops-model-server" % h for h in hosts), calls
+    assert set(calls[3:]) == set("%s start sparkops-model-server" % h for h in hosts) and len(calls) == 6, calls
+    state = json.loads((tmp_path / "head.json").read_text())
+    assert state["phase"] == "done" and state["gangs"][-1]["missing"] == [], state
+    assert state["workers"] == dict((h, {"generation": 1, "phase": "engine"}) for h in ("spark2", "spark3"))
 
 
 def test_a_deploy_that_takes_the_lock_in_the_middle_of_a_gang_restart_gets_the_rest_of_it(tmp_path):
