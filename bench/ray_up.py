@@ -10,6 +10,13 @@ max) and ratios. Nothing here asserts a time: the numbers are for people to read
 Baseline, "the bare hand-run recipe": what a person types, host by host over ssh -- `docker run
 ... ray start --head --block ...` on the head, `docker run ... ray start --address ...` on each
 worker -- then `ray status` on the head until every node is listed (no token, no checks).
+
+The launch without Ray beside it: its baseline is the hand-run native recipe of NVIDIA's two-Spark
+guide and eugr's no-Ray scripts -- `docker run ... vllm serve MODEL --distributed-executor-backend
+mp --nnodes N --node-rank R --master-addr HEAD --master-port 29501` on every host, `--headless`
+on all but the head -- then the head's /v1/models until it lists the model; against it,
+`deploy.yml` with the Ray-less vLLM candidate (sparkops_launcher auto: native), cold and again.
+On the lab the engine is its stand-in (lab/standins/model_server.py, run as the images' vllm).
 """
 import argparse
 import json
@@ -24,6 +31,11 @@ LAB_DIR = os.environ.get("SPARKOPS_LAB_DIR", "/var/lib/sparkops-lab")
 KEY = os.path.join(LAB_DIR, "ssh", "id_ed25519")
 KNOWN = os.path.join(LAB_DIR, "ssh", "known_hosts")
 IMAGE = "10.77.0.5:5000/sparkops/lab-engine:ray-2.60.0"
+NORAY = "10.77.0.5:5000/sparkops/lab-vllm:0.17.0-noray"
+MODEL = "/opt/models/lab-qwen3.5-tiny"  # the lab's model (inventories/lab: sparkops_model_path)
+# the lab's vllm (model_server_executable): the images' entrypoint is vLLM's own `vllm`, which has no torch here
+STANDIN = "--entrypoint python3"
+STANDIN_ARGS = "/opt/sparkops-lab/model_server.py serve"
 BIN = os.path.dirname(sys.executable)
 
 
@@ -47,8 +59,8 @@ def lab_hosts():
 
 def clean(hosts):
     for h in hosts:
-        ssh(h["mgmt"], "docker rm -f hand-ray sparkops-model-server sparkops-ray-head sparkops-ray-worker >/dev/null 2>&1 || true",
-            check=False)
+        ssh(h["mgmt"], "docker rm -f hand-ray hand-native sparkops-model-server sparkops-ray-head sparkops-ray-worker "
+            "sparkops-watchdog >/dev/null 2>&1 || true", check=False)
 
 
 def hand_recipe(hosts):
@@ -67,6 +79,27 @@ def hand_recipe(hosts):
             return time.monotonic() - t0
         if time.monotonic() - t0 > 180:
             raise SystemExit("hand recipe: cluster not up after 180 s:\n" + out)
+        time.sleep(0.5)
+
+
+def hand_native(hosts):
+    """The no-Ray recipe: a `vllm serve` rank per host (mp backend across hosts), the head's rank 0
+    serving; done when the head lists the model."""
+    head = hosts[0]
+    t0 = time.monotonic()
+    for rank, h in enumerate(hosts):
+        ssh(h["mgmt"], "docker run -d --name hand-native --network host --gpus all -v %s:%s:ro -e VLLM_HOST_IP=%s %s "
+            "%s %s %s --served-model-name qwen3.5-lab --host 0.0.0.0 --port 8000 --distributed-executor-backend mp "
+            "--tensor-parallel-size %d --gpu-memory-utilization 0.5 --nnodes %d --node-rank %d --master-addr %s "
+            "--master-port 29501%s" % (MODEL, MODEL, h["fabric"], STANDIN, NORAY, STANDIN_ARGS, MODEL, len(hosts),
+                                       len(hosts), rank, head["fabric"], " --headless" if rank else ""))
+    while True:
+        out = ssh(head["mgmt"], "curl -s -m 2 http://127.0.0.1:8000/v1/models", check=False)
+        if '"qwen3.5-lab"' in out:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > 180:
+            raise SystemExit("hand native recipe: not serving after 180 s:\n%s\n%s" % (
+                out, ssh(head["mgmt"], "docker logs --tail 20 hand-native 2>&1", check=False)))
         time.sleep(0.5)
 
 
@@ -90,9 +123,11 @@ def main():
     args = p.parse_args()
     hosts = lab_hosts()
     inventory = os.path.join(ROOT, "inventories", "lab") if len(hosts) == 2 else os.path.join(LAB_DIR, "inventory")
-    for h in hosts:  # every case starts with the image present
-        ssh(h["mgmt"], "docker pull -q %s >/dev/null" % IMAGE)
-    results = {k: [] for k in ("hand", "ray_cold", "ray_rerun", "deploy_cold", "deploy_rerun")}
+    for h in hosts:  # every case starts with the images present
+        ssh(h["mgmt"], "docker pull -q %s >/dev/null && docker pull -q %s >/dev/null" % (IMAGE, NORAY))
+    noray = json.dumps({"sparkops_engine_candidates": [NORAY]})
+    results = {k: [] for k in ("hand", "ray_cold", "ray_rerun", "deploy_cold", "deploy_rerun",
+                               "hand_native", "native_cold", "native_rerun")}
     rerun_changed = []
     for run in range(args.runs):
         clean(hosts)
@@ -107,6 +142,13 @@ def main():
         took, changed = playbook("deploy.yml", inventory)
         results["deploy_rerun"].append(took)
         rerun_changed.append(changed)
+        clean(hosts)
+        results["hand_native"].append(hand_native(hosts))
+        clean(hosts)
+        results["native_cold"].append(playbook("deploy.yml", inventory, "-e", noray)[0])
+        took, changed = playbook("deploy.yml", inventory, "-e", noray)
+        results["native_rerun"].append(took)
+        rerun_changed.append(changed)
         print("run %d/%d done" % (run + 1, args.runs), file=sys.stderr)
     med = {k: statistics.median(v) for k, v in results.items()}
     rows = [
@@ -119,8 +161,14 @@ def main():
          "%.2f x hand recipe" % (med["deploy_cold"] / med["hand"])),
         ("deploy_rerun", "deploy.yml again, nothing to change", med["deploy_rerun"],
          "%.2f x its cold run" % (med["deploy_rerun"] / med["deploy_cold"])),
+        ("hand_native", "hand-run native recipe: vllm serve --nnodes rank per host (no Ray)", med["hand_native"],
+         "1.00 (native baseline)"),
+        ("native_cold", "deploy.yml, Ray-less vLLM (launch native), containers absent", med["native_cold"],
+         "%.2f x native recipe" % (med["native_cold"] / med["hand_native"])),
+        ("native_rerun", "deploy.yml native again, nothing to change", med["native_rerun"],
+         "%.2f x its cold run" % (med["native_rerun"] / med["native_cold"])),
     ]
-    print("\nRay cluster bring-up on the lab: %d hosts, image present, %d runs each (wall-clock seconds)\n"
+    print("\nBring-up on the lab, over Ray and without: %d hosts, images present, %d runs each (wall-clock seconds)\n"
           % (len(hosts), args.runs))
     print("%-72s %7s %7s %7s  %s" % ("case", "median", "min", "max", "ratio"))
     for key, label, m, ratio in rows:

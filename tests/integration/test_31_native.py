@@ -149,6 +149,24 @@ def test_back_to_ray_then_a_failed_move_to_native_brings_ray_back(native):
     assert "from 2 Ray actors on 192.168.77.11, 192.168.77.12" in completion()
 
 
+def test_sglang_without_ray_runs_its_own_ranks_one_per_host(native):
+    """SGLang 0.5.10's image carries no Ray: auto launches SGLang's own multi-node ranks, one per host,
+    head first, meeting at the head's fabric address (the launch plan's meet_port), and no Ray container
+    (the move from what served over Ray keeps nothing of it once SGLang serves)."""
+    res = deploy("-e", json.dumps({"sparkops_engine_candidates": [REG + "lab-sglang:0.5.10"]}))
+    assert res.returncode == 0, res.out[-3000:]
+    out = flat(res.out)
+    assert re.search(r"lab-sglang:0\.5\.10 selected sglang 0\.5\.10 ray - launch native ", out), out[-3000:]
+    assert ("is served by sglang (%slab-sglang:0.5.10) at http://10.77.0.11:8000/v1 (no Ray, ranks on spark1, "
+            "spark2)" % REG) in out
+    for rank, ip in enumerate(HOSTS):
+        assert set(n for n, (dummy, up) in containers(ip).items() if up) == {ENGINE}, containers(ip)
+        args = args_of(ip)
+        assert args[args.index("--node-rank") + 1] == str(rank), args
+        assert args[args.index("--dist-init-addr") + 1] == "192.168.77.11:20000", args
+    assert "from 2 SGLang ranks on 192.168.77.11, 192.168.77.12" in completion()
+
+
 WATCHDOG = {"watchdog_enabled": True, "watchdog_interval": 2, "watchdog_timeout": 1, "watchdog_failures": 3,
             "watchdog_max_restarts": 2, "watchdog_window": 3600, "watchdog_grace": 30, "watchdog_stop_timeout": 5}
 
@@ -167,9 +185,9 @@ def chain(ip):
          "port dropped for the controller, let through for the worker; after teardown no chain and nothing of ours, "
          "and a second teardown finds nothing to change")
 def test_native_ranks_behind_the_firewall_are_restarted_by_the_watchdog_as_one_gang(native):
-    """The last of the file (it leaves the chain and the agents to its teardown): from Ray (what the test
-    before left) to native ranks with the firewall and the watchdog on - the launch plan's meeting port in
-    the chain, the agents' gang made of the ranks alone."""
+    """The last of the file (it leaves the chain and the agents to its teardown): from SGLang's ranks (what
+    the test before left) to vLLM's native ranks with the firewall and the watchdog on - the launch plan's
+    meeting port in the chain, the agents' gang made of the ranks alone."""
     settings = dict(NORAY, sparkops_firewall=True, ray_cluster_firewall_engine_clients=["10.77.0.1"], **WATCHDOG)
     try:
         res = deploy("-e", json.dumps(settings))
