@@ -20,7 +20,6 @@ __metaclass__ = type
 
 from ansible_collections.sparkops.inference.plugins.module_utils._secrets import SGLANG_CONFIG_FILE
 
-ENGINES = ("vllm", "sglang")
 LAUNCHERS = ("ray", "native")
 # where the ranks meet on the head: SGLang's --dist-init-addr port, vLLM's --master-port (its own
 # default, ParallelConfig.master_port)
@@ -36,6 +35,7 @@ _ENGINES = {
     "sglang": {"memory_flag": "--mem-fraction-static", "key_config": SGLANG_CONFIG_FILE,
                "meet_port": SGLANG_DIST_PORT, "ranks_over_ray": True},
 }
+ENGINES = tuple(_ENGINES)
 
 
 class PlanError(ValueError):

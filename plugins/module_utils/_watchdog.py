@@ -20,12 +20,12 @@ roles/watchdog with ``python3 -u _watchdog.py CONFIG``: this very file, copied t
   teardown at work) pauses it.
 - A **worker's** agent asks the head's agent for the generation every ``poll`` seconds and
   runs on its own host the phases it has not run yet (stop its engine container if it has one,
-  restart its Ray container, start its engine).
-- A launch **without Ray** (one engine rank per host) has no Ray container (``ray_container``
-  empty): its gang is every host's rank stopped, then started again, the head's first - the
-  ``ray`` phase restarts nothing, and is still published and confirmed, so the ranks start only
-  once every one of them has stopped. The head's answers are signed with the
+  restart its Ray container, start its engine). The head's answers are signed with the
   cluster's Ray token (HMAC-SHA256), so nothing else on the network can restart a worker.
+- A launch **without Ray** (one engine rank per host) has no Ray container (``ray_container``
+  empty): its gang is every host's rank stopped, then started again - the ``ray`` phase
+  restarts nothing, and is still published and confirmed, so the ranks start only once every
+  one of them has stopped.
 - Each agent keeps its state in ``state_file`` (``/var/lib/sparkops/watchdog.json``), which
   ``status.yml`` and the report read (``describe``).
 """
