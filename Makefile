@@ -11,7 +11,7 @@ HOSTS ?= 2
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections:$(HOME)/.ansible/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup deps venv lab lab-up lab-down deploy status test unit lint sanity matrix molecule faults-doc testing-doc clean
+.PHONY: setup deps venv lab lab-up lab-down deploy status test unit engine-parsers lint sanity matrix molecule faults-doc testing-doc clean
 
 setup: deps venv
 
@@ -64,6 +64,9 @@ testing-doc:  ## docs/testing.md from the last `make test`'s tests/output/timing
 
 unit: venv
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+
+engine-parsers: venv  ## the engines' own parsers judge every plan's argv; writes tests/unit/fixtures/engine-parsers/ (venvs of GBs, cached)
+	$(BIN)/python tests/parsers/build.py
 
 lint: venv
 	$(BIN)/ansible-lint

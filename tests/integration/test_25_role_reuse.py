@@ -61,8 +61,8 @@ def built_tarball(where):
     for wanted in ("MANIFEST.json", "CHANGELOG.rst", "meta/runtime.yml", "playbooks/deploy.yml",
                    "plugins/modules/serve_check.py", "roles/model_server/tasks/main.yml", "docs/faults.md"):
         assert wanted in names, wanted
-    lab_only = ("lab/", "bench/", "molecule/", "build/", "tests/integration/", "inventories/lab/", ".ci/",
-                ".venv/", ".collections/", "Makefile", "ansible.cfg")
+    lab_only = ("lab/", "bench/", "molecule/", "build/", "tests/integration/", "tests/parsers/", "inventories/lab/",
+                ".ci/", ".venv/", ".collections/", "Makefile", "ansible.cfg")
     assert not [n for n in names if n.startswith(lab_only) or "__pycache__" in n], \
         [n for n in names if n.startswith(lab_only)][:10]
     return tarball
