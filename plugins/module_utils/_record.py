@@ -20,6 +20,8 @@ import os
 import re
 import threading
 
+from ansible_collections.sparkops.inference.plugins.module_utils._plan import PlanError, launch_plan
+
 RECORD_VERSION = 1
 SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|CREDENTIAL)", re.I)
 
@@ -211,3 +213,24 @@ def describe(diff):
     if diff["key"] == "present":
         return "%s: %s, recorded %s" % (diff["what"], show(diff["now"]), show(diff["recorded"]))
     return "%s: %s was %s, now %s" % (diff["what"], diff["key"], show(diff["recorded"]), show(diff["now"]))
+
+
+def launch_line(deployed):
+    """How the recorded deploy launched its engine, for drift.yml's first line: 'vllm 0.17.0 without
+    Ray from IMAGE: engine ranks on spark1, spark2' ('' when the record names no engine)."""
+    deployed = deployed or {}
+    engine = deployed.get("engine")
+    if not engine:
+        return ""
+    ranks = [str(r) for r in deployed.get("ranks") or []]
+    try:
+        serving = launch_plan(engine, deployed.get("launcher"), ranks)["serving"]
+    except PlanError:
+        serving = "launched by %s" % deployed.get("launcher")
+    version = (deployed.get("versions") or {}).get("engine")
+    line = "%s%s %s" % (engine, " " + str(version) if version else "", "without Ray" if serving == "no Ray" else serving)
+    if deployed.get("image"):
+        line += " from %s" % deployed["image"]
+    if ranks:
+        line += ": engine %s on %s" % ("rank" if len(ranks) == 1 else "ranks", ", ".join(ranks))
+    return line

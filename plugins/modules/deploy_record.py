@@ -220,6 +220,14 @@ deployed:
   description: What the deploy chose, as recorded (O(deployed)).
   returned: always
   type: dict
+launch:
+  description:
+    - With O(mode=compare), how the recorded deploy launched its engine, one line (empty when the record
+      names no engine).
+  returned: when O(mode=compare) found a record
+  type: str
+  sample: "vllm 0.17.0 without Ray from 10.77.0.5:5000/sparkops/lab-vllm:0.17.0-noray: engine ranks on spark1, spark2"
+  version_added: 0.4.0
 record:
   description: The record as written (O(mode=record)) or as read (O(mode=compare)).
   returned: always
@@ -259,6 +267,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._record import 
     describe,
     differences,
     file_state,
+    launch_line,
     model_manifest,
 )
 
@@ -388,7 +397,7 @@ def main():
         found = beyond_the_record(module, p, lines)
         module.exit_json(changed=False, in_sync=not lines, drift=drift, lines=lines,
                          recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old,
-                         **found)
+                         launch=launch_line(old.get("deployed")), **found)
 
     new = live_state(docker, p["containers"], p["files"], p["model_path"], p["model_checksum"])
     new.update(asked(docker, p))

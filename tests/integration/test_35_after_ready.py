@@ -130,6 +130,10 @@ def test_drift_names_the_host_and_the_key_that_moved_and_a_re_deploy_puts_it_bac
     res = drift()
     assert res.returncode == 0, res.out[-3000:]
     assert "no drift: every host is as the deploy of 20" in flat(res.out), res.out[-2000:]
+    # the launch in words, from the head's record
+    launched = re.search(r"left it \(the last deploy launched (vllm [0-9.]+ over Ray from \S+: engine rank on spark1)\)",
+                         flat(res.out))
+    assert launched, res.out[-2000:]
     env = ssh(SPARK2, "cat /etc/sparkops/fabric.env").out
     assert "NCCL_SOCKET_IFNAME=enp1s0f1np1" in env, env
     assert ssh(SPARK2, "sed -i 's/^NCCL_SOCKET_IFNAME=.*/NCCL_SOCKET_IFNAME=eth9/' /etc/sparkops/fabric.env && "
@@ -144,6 +148,7 @@ def test_drift_names_the_host_and_the_key_that_moved_and_a_re_deploy_puts_it_bac
     for name in ("sparkops-ray-head", "sparkops-model-server"):
         assert "spark1: container %s: restart_policy was unless-stopped, now no" % name in out
     assert "2 host(s) drifted from what the last deploy left there: spark1, spark2" in out
+    assert "the last deploy launched %s" % launched.group(1) in out
     assert "tampered-by-hand" not in res.out
     res, report = deploy()
     assert res.returncode == 0 and report["outcome"] == "served", res.out[-3000:]

@@ -16,6 +16,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._record import 
     env_pairs,
     file_state,
     _hash_all,
+    launch_line,
     model_manifest,
     model_summary,
 )
@@ -164,3 +165,21 @@ def test_the_rerun_check_names_other_inputs_and_moved_images_drift_does_not_ask(
     older = differences(record(), dict(record(), inputs_digest="b" * 64))
     assert [describe(d) for d in older] == [
         "inputs: the record holds no digest of the deploy's variables (written before they were recorded)"]
+
+
+def test_drift_names_how_the_recorded_deploy_launched_its_engine():
+    """The record's `deployed` as the deploy role writes it (the probe's versions: `engine`, `ray`,
+    ...): each launch in words, the hosts of its
+    engine ranks; an old record or one of a failed serve (no engine) gives no line."""
+    image = "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"
+    assert launch_line({"engine": "vllm", "launcher": "ray", "ranks": ["spark1"], "image": image,
+                        "versions": {"engine": "0.17.0", "ray": "2.60.0", "torch": None}}) == (
+        "vllm 0.17.0 over Ray from %s: engine rank on spark1" % image)
+    assert launch_line({"engine": "vllm", "launcher": "native", "ranks": ["spark1", "spark2"],
+                        "image": image + "-noray", "versions": {"engine": "0.17.0", "ray": None}}) == (
+        "vllm 0.17.0 without Ray from %s-noray: engine ranks on spark1, spark2" % image)
+    assert launch_line({"engine": "sglang", "launcher": "ray", "ranks": ["spark1", "spark2"]}) == (
+        "sglang beside Ray: engine ranks on spark1, spark2")
+    assert launch_line({"engine": "tgi", "launcher": "native"}) == "tgi launched by native"
+    assert launch_line({"engine": None, "image": image}) == ""
+    assert launch_line(None) == ""
