@@ -6,7 +6,9 @@ on the way gives it back. (The engine is the lab's stand-in: its ranks meet over
 the master address as torch.distributed's do; only rank 0 serves.)"""
 import json
 import re
+import shutil
 import socket
+import tempfile
 
 import pytest
 
@@ -213,6 +215,13 @@ def test_native_ranks_behind_the_firewall_are_restarted_by_the_watchdog_as_one_g
         status = flat(playbook("playbooks/status.yml", "-i", "inventories/lab").out)
         assert ("Ray: none - the last deploy launched vllm without Ray: 2 engine rank(s), one per host "
                 "(spark1, spark2)") in status, status[-3000:]
+        # a controller that never deployed (AWX, a fresh home: no report here) reads the head's record
+        fresh = tempfile.mkdtemp(prefix="sparkops-no-reports-")
+        status = flat(playbook("playbooks/status.yml", "-i", "inventories/lab", "-e", "sparkops_report_dir=" + fresh).out)
+        shutil.rmtree(fresh)
+        assert ("Ray: none - the last deploy launched vllm without Ray: 2 engine rank(s), one per host "
+                "(spark1, spark2) - from the deploy record on spark1") in status, status[-3000:]
+        assert "Ray: no cluster answered" not in status and "Last deploy (" not in status
         state = wait_watchdog(lambda s: s.get("state") == "watching", "start watching")
         gen = state["generation"]
         started = dict((ip, ssh(ip, "docker inspect -f '{{.State.StartedAt}}' %s" % ENGINE).out) for ip in HOSTS)
