@@ -29,6 +29,9 @@ description:
   - A fabric interface that is down is reported (C(interface.up) false), not failed.
   - With O(peers), also checks that each peer answers on O(peer_port) over the fabric (a refused
     connection counts as reachable, since the peer answered).
+  - With O(master_port) and O(head_address), a host other than the head also checks it reaches the
+    head there - where the engine's ranks meet when they run without Ray (vLLM's master port, SGLang's
+    dist-init port) - and which of its addresses the connection left from.
 author:
   - sparkops.inference developers (@sparkops)
 extends_documentation_fragment:
@@ -77,6 +80,13 @@ options:
     description: Seconds to wait for each peer.
     type: float
     default: 3
+  master_port:
+    description:
+      - The port on the head where the engine's ranks meet (the launch plan's C(meet_port)); checked from
+        every other host like a peer (a refusal counts as reachable: nothing listens before the engine starts).
+      - Left out, not checked.
+    type: int
+    version_added: 0.4.0
 """
 
 EXAMPLES = r"""
@@ -133,6 +143,13 @@ ansible_facts:
         peers:
           description: Each peer address -> whether it answered, and the error when not.
           type: dict
+        master:
+          description:
+            - With O(master_port), on a host other than the head - the head's address and that port, whether
+              it answered, the error when not, and C(source), the address this host's connection left from
+              (not the fabric address when the route to the head leaves by another interface). Null otherwise.
+          type: dict
+          sample: {address: 192.168.77.11, port: 29501, reachable: false, error: timed out, source: 192.168.77.12}
 """
 
 import hashlib
@@ -152,13 +169,27 @@ from ansible_collections.sparkops.inference.plugins.module_utils._fabric import 
 
 
 def peer_answers(address, port, timeout):
+    """(answered, error, the local address the connection left from - None where none was bound)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
     try:
-        socket.create_connection((address, port), timeout=timeout).close()
-        return True, None
-    except ConnectionRefusedError:
-        return True, None
-    except (IOError, OSError) as exc:
-        return False, str(exc) or type(exc).__name__
+        try:
+            sock.connect((address, port))
+            return True, None, sock.getsockname()[0]
+        except ConnectionRefusedError:
+            return True, None, _source(sock)
+        except (IOError, OSError) as exc:
+            return False, str(exc) or type(exc).__name__, _source(sock)
+    finally:
+        sock.close()
+
+
+def _source(sock):
+    try:
+        address = sock.getsockname()[0]
+    except OSError:
+        return None
+    return None if address in ("0.0.0.0", "::") else address
 
 
 def main():
@@ -175,6 +206,7 @@ def main():
             peers=dict(type="list", elements="str", default=[]),
             peer_port=dict(type="int", default=22),
             peer_timeout=dict(type="float", default=3),
+            master_port=dict(type="int"),
         ),
         supports_check_mode=True,
     )
@@ -198,13 +230,19 @@ def main():
     content = render_env_file(pairs)
     peers = {}
     for addr in p["peers"]:
-        ok, error = peer_answers(addr, p["peer_port"], p["peer_timeout"])
+        ok, error, dummy = peer_answers(addr, p["peer_port"], p["peer_timeout"])
         peers[addr] = {"reachable": ok, "error": error}
+    master = None
+    if p["master_port"] and p["head_address"] and p["head_address"] != iface["address"]:
+        ok, error, source = peer_answers(p["head_address"], p["master_port"], p["peer_timeout"])
+        master = {"address": p["head_address"], "port": p["master_port"], "reachable": ok, "error": error,
+                  "source": source}
     facts = {
         "interface": iface, "fabric_address": iface["address"], "rdma": plan["rdma"],
         "hcas": plan["hcas"], "gid_index": plan["gid_index"], "port_state": plan["port_state"],
         "devices": rdma, "env": dict(pairs), "env_file_content": content,
         "env_sha256": hashlib.sha256(content.encode("utf-8")).hexdigest(), "peers": peers,
+        "master": master,
     }
     module.exit_json(changed=False, ansible_facts={"sparkops_fabric": facts})
 

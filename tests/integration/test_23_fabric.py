@@ -4,6 +4,8 @@ What only a deploy shows (the env file reaches the Ray containers, a changed var
 them) runs deploy.yml; the fabric's own checks and faults run the phase alone (`--tags fabric`:
 preflight, the lock, the fabric phase and the rescue, not the image, memory, Ray and engine
 phases around it), the cheapest run that shows what the operator reads."""
+import pytest
+
 from conftest import playbook, run, ssh
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
@@ -20,6 +22,14 @@ def fabric_phase(*extra):
 
 def in_spark2(*argv):
     return run(["ip", "netns", "exec", "spark2"] + list(argv))
+
+
+def in_spark1(*argv):
+    return run(["ip", "netns", "exec", "spark1"] + list(argv))
+
+
+def running(ip):
+    return sorted(ssh(ip, "docker ps --no-trunc --format '{{.ID}} {{.Names}}'").out.split("\n"))
 
 
 def env_file(ip):
@@ -67,6 +77,36 @@ def test_unreachable_peer_is_named_as_a_pair(lab):
         in_spark2("iptables", "-w", "-D", "INPUT", "-s", "192.168.77.11", "-j", "DROP")
     assert res.returncode != 0
     assert "spark1 cannot reach spark2 over the fabric (192.168.77.12: timed out)" in " ".join(res.out.split())
+
+
+@pytest.mark.fault(
+    fault="the head drops the port where native engine ranks meet (a host firewall) for a worker",
+    inject="iptables on spark1: -p tcp --dport 29501 -s 192.168.77.12 -j DROP; the fabric phase of a native launch",
+    message="'spark2 (enp1s0f1np1, 192.168.77.12) cannot reach spark1 at 192.168.77.11:29501, where the engine's "
+            "ranks meet (vllm, no Ray): timed out. Let port 29501 through on spark1 from the cluster's hosts'",
+    left="every container that ran before still runs, none added (the phase alone: no image, memory, Ray or engine "
+         "phase); without the rule the same phase passes and names the port it reached")
+def test_a_rank_that_cannot_reach_where_the_ranks_meet_is_named(lab):
+    """A launch without Ray: every rank dials the head's master port (vLLM's 29501) over the fabric; a
+    DistStoreError on a real pair when it cannot. The fabric phase dials it from each worker first."""
+    rule = ["-p", "tcp", "--dport", "29501", "-s", "192.168.77.12", "-j", "DROP"]
+    before = dict((ip, running(ip)) for ip in (SPARK1, SPARK2))
+    assert in_spark1("iptables", "-w", "-I", "INPUT", *rule).returncode == 0
+    try:
+        res = fabric_phase("-e", "fabric_peer_timeout=1", "-e", "sparkops_launcher=native")
+    finally:
+        in_spark1("iptables", "-w", "-D", "INPUT", *rule)
+    out = " ".join(res.out.split())
+    assert res.returncode != 0, out[-3000:]
+    assert ("spark2 (enp1s0f1np1, 192.168.77.12) cannot reach spark1 at 192.168.77.11:29501, where the engine's "
+            "ranks meet (vllm, no Ray): timed out. Let port 29501 through on spark1 from the cluster's hosts") in out
+    assert "cannot reach spark2" not in out and "over the fabric (" not in out  # port 22 was let through
+    assert dict((ip, running(ip)) for ip in (SPARK1, SPARK2)) == before
+    res = fabric_phase("-e", "sparkops_launcher=native")
+    out = " ".join(res.out.split())
+    assert res.returncode == 0, out[-3000:]
+    assert ("spark2: enp1s0f1np1 192.168.77.12/24 MTU 9000, no RDMA: sockets only, 1 peer(s) reached, and the head "
+            "at 192.168.77.11:29501 where the engine ranks meet") in out
 
 
 def test_fabric_link_down_is_named_with_the_pairs_it_cuts(lab):
