@@ -81,9 +81,15 @@ ENGINE_RELEASES = [
     ("sparkops/lab-vllm:0.17.0", "vllm", "0.17.0", "wheel", True, None, "vllm-official"),  # has Qwen3.5
     # as stock vLLM images ship now (>= 0.18): no Ray; served natively (--nnodes, --headless ranks)
     ("sparkops/lab-vllm:0.17.0-noray", "vllm", "0.17.0", "wheel", False, None, "vllm-official"),
+    # what users pull in late 2026: vLLM 0.34.0 as its stock image ships it (no Ray; its serve options
+    # in entrypoints/common/cli_args.py)
+    ("sparkops/lab-vllm:0.34.0", "vllm", "0.34.0", "wheel", False, None, "vllm-official"),
     ("sparkops/lab-sglang:0.5.10", "sglang", "0.5.10", "editable-finder", False, None, "sglang"),  # no Ray
     # the same SGLang with Ray: a candidate the deploy can run SGLang's multi-node launcher from
     ("sparkops/lab-sglang:0.5.10-ray", "sglang", "0.5.10", "editable-finder", True, None, "sglang"),
+    # what users pull in late 2026 (its options in srt/arg_groups/fields/, the wheel built per Python:
+    # its .py files), no Ray
+    ("sparkops/lab-sglang:0.5.23", "sglang", "0.5.23", "editable-finder", False, None, "sglang"),
 ]
 # What the real images' Dockerfiles set, so that every container the collection starts from a
 # candidate must set its entrypoint itself (as on real hosts):
@@ -824,15 +830,18 @@ def layer_torch():
 
 
 def engine_wheel(engine, version):
-    """The real release wheel from PyPI (arm64 for vLLM, as on a Spark; SGLang is pure Python)."""
+    """The real release wheel from PyPI, arm64 for Python 3.12 as on a Spark (vLLM's abi3 wheels are
+    tagged manylinux 2.28 or 2.31 by release; SGLang's were pure Python up to 0.5.1x, 0.5.2x's are
+    built per Python: only their .py files are used)."""
     wdir = os.path.join(CACHE, "wheels")
     os.makedirs(wdir, exist_ok=True)
     prefix = "%s-%s-" % (engine, version)
     found = [f for f in os.listdir(wdir) if f.startswith(prefix) and f.endswith(".whl")]
     if not found:
         log("downloading the %s %s release wheel from PyPI" % (engine, version))
-        extra = ["--python-version", "3.12", "--platform", "manylinux_2_31_aarch64"] \
-            if engine == "vllm" else []
+        extra = ["--python-version", "3.12"]
+        for glibc in ("2_28", "2_31", "2_34"):
+            extra += ["--platform", "manylinux_%s_aarch64" % glibc]
         download("the %s %s wheel" % (engine, version), "the package index pip uses",
                  [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
                   "--no-deps", "--only-binary", ":all:", "-d", wdir] + extra + ["%s==%s" % (engine, version)],

@@ -25,11 +25,7 @@ import json
 
 from ansible_collections.sparkops.inference.plugins.module_utils import _secrets
 from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog
-from ansible_collections.sparkops.inference.plugins.module_utils._plan import (
-    ENGINES,
-    SGLANG_DIST_PORT,
-    VLLM_MASTER_PORT,
-)
+from ansible_collections.sparkops.inference.plugins.module_utils._plan import PlanError, launch_plan
 
 SPEC_LABEL = "sparkops.spec"
 ENV_FILE_LABEL = "sparkops.env-sha256"
@@ -167,11 +163,53 @@ def ray_container(o):
     return _hashed(spec)
 
 
+def _vllm_args(o, plan, common, max_len):
+    """vLLM: `vllm serve MODEL` with Ray's executor on the head (launcher ray), or its multiprocessing
+    backend across hosts (native: --nnodes/--node-rank/--master-addr, the ranks other than 0
+    --headless)."""
+    if o.get("parallelism", "tensor") == "pipeline":
+        parallel = ["--tensor-parallel-size", str(o.get("gpus_per_node")),
+                    "--pipeline-parallel-size", str(o.get("nodes"))]
+    else:
+        parallel = ["--tensor-parallel-size", str(o.get("gpus_total"))]
+    if plan["drives_ray"]:
+        backend = ["ray"]
+    else:
+        rank = int(o.get("node_rank", 0))
+        backend = ["mp", "--nnodes", str(o.get("nodes")), "--node-rank", str(rank),
+                   "--master-addr", str(o.get("head_address")), "--master-port", str(plan["meet_port"])]
+        backend += ["--headless"] if rank else []
+    return ([o["model_path"]] + common + ["--distributed-executor-backend"] + backend
+            + [plan["memory_flag"], str(o.get("gpu_memory_utilization"))]
+            + parallel + (["--max-model-len", max_len] if max_len else []))
+
+
+def _sglang_args(o, plan, common, max_len):
+    """SGLang: its own launcher, one rank per host, meeting at the head's dist-init address."""
+    return (["--model-path", o["model_path"]] + common
+            + ["--tp-size", str(o.get("gpus_total")),
+               plan["memory_flag"], str(o.get("gpu_memory_utilization")),
+               "--nnodes", str(o.get("nodes")), "--node-rank", str(o.get("node_rank", 0)),
+               "--dist-init-addr", "%s:%d" % (o.get("head_address"), plan["meet_port"])]
+            + (["--context-length", max_len] if max_len else []))
+
+
+# the engine's options after the common ones, per engine of the launch plans (module_utils/_plan.py)
+ENGINE_ARGS = {"vllm": _vllm_args, "sglang": _sglang_args}
+
+
+def _plan_of(o):
+    try:
+        return launch_plan(o.get("engine") or "", o.get("launcher") or "")
+    except PlanError as exc:
+        raise SpecError(str(exc))
+
+
 def engine_command(o):
-    """(entrypoint, args) of the engine: `vllm serve ...` on the head over Ray (launcher `ray`),
-    or one rank per host without Ray (launcher `native`: vLLM's multiprocessing backend across
-    hosts, the ranks other than 0 --headless; SGLang's own launcher, always native);
-    o['executable'] replaces the program (the lab's stand-in).
+    """(entrypoint, args) of the engine, as its launch plan (module_utils/_plan.py) says: `vllm serve
+    ...` on the head over Ray (launcher `ray`), or one rank per host without Ray (launcher `native`:
+    vLLM's multiprocessing backend across hosts, SGLang's own launcher, which runs a rank on every
+    host with Ray too); o['executable'] replaces the program (the lab's stand-in).
 
     o: engine, launcher, executable, model_path, host, port, served_name, gpu_memory_utilization,
     parallelism (tensor/pipeline), gpus_total, gpus_per_node, nodes, max_model_len,
@@ -179,78 +217,45 @@ def engine_command(o):
     vLLM's master address), api_key (whether the engine gets an API key: from its mounted
     file, see _secrets).
     """
-    engine = o.get("engine") or "vllm"
-    if engine not in ENGINES:
-        raise SpecError("engine is %r: expected vllm or sglang" % engine)
+    plan = _plan_of(o)
     if o.get("parallelism", "tensor") not in ("tensor", "pipeline"):
         raise SpecError("model_server_parallelism is %s: expected tensor or pipeline" % o.get("parallelism"))
-    # SGLang runs its own launcher on every host either way (with `ray`, a Ray cluster runs beside it)
-    launcher = o.get("launcher") or "ray"
-    if launcher not in ("ray", "native"):
-        raise SpecError("launcher is %r: expected ray or native" % (launcher,))
     _need(o, "model_path", "served_name")
     max_len = str(o.get("max_model_len") if o.get("max_model_len") is not None else "")
     common = ["--host", str(o.get("host", "0.0.0.0")), "--port", str(o.get("port", 8000)),
               "--served-model-name", o["served_name"]]
-    if engine == "sglang":
-        entrypoint = ["python3", "-m", "sglang.launch_server"]
-        args = (["--model-path", o["model_path"]] + common
-                + ["--tp-size", str(o.get("gpus_total")),
-                   "--mem-fraction-static", str(o.get("gpu_memory_utilization")),
-                   "--nnodes", str(o.get("nodes")), "--node-rank", str(o.get("node_rank", 0)),
-                   "--dist-init-addr", "%s:%d" % (o.get("head_address"), SGLANG_DIST_PORT)]
-                + (["--context-length", max_len] if max_len else []))
-    else:
-        entrypoint = ["vllm", "serve"]
-        if o.get("parallelism", "tensor") == "pipeline":
-            parallel = ["--tensor-parallel-size", str(o.get("gpus_per_node")),
-                        "--pipeline-parallel-size", str(o.get("nodes"))]
-        else:
-            parallel = ["--tensor-parallel-size", str(o.get("gpus_total"))]
-        if launcher == "native":
-            rank = int(o.get("node_rank", 0))
-            backend = ["mp", "--nnodes", str(o.get("nodes")), "--node-rank", str(rank),
-                       "--master-addr", str(o.get("head_address")), "--master-port", str(VLLM_MASTER_PORT)]
-            backend += ["--headless"] if rank else []
-        else:
-            backend = ["ray"]
-        args = ([o["model_path"]] + common
-                + ["--distributed-executor-backend"] + backend
-                + ["--gpu-memory-utilization", str(o.get("gpu_memory_utilization"))]
-                + parallel + (["--max-model-len", max_len] if max_len else []))
-    program = list(o.get("executable") or entrypoint)
+    args = ENGINE_ARGS[plan["engine"]](o, plan, common, max_len)
+    program = list(o.get("executable") or plan["entrypoint"])
     args = args + [str(a) for a in o.get("extra_args") or []]
     if _flag(o.get("api_key", False)):
-        if engine == "sglang":
-            args += ["--config", "%s/%s" % (_secrets.IN_CONTAINER, _secrets.SGLANG_CONFIG_FILE)]
+        if plan["key_config"]:
+            args += ["--config", "%s/%s" % (_secrets.IN_CONTAINER, plan["key_config"])]
         else:
             program = ["/bin/sh", "-c", _secrets.VLLM_WRAPPER, "sparkops-engine"] + program
     return program, args
 
 
 def engine_container(o):
-    """The docker_container arguments of the engine.
+    """The docker_container arguments of the engine, as its launch plan says.
 
     o: name, image, engine, launcher (ray, or native: a rank on every host and no Ray), entrypoint,
     args (engine_command()), model_path, ray_address (head:port), node_address, auth, token_file,
     tmp_dir, env_file, env_file_sha256, env (extra), secrets_dir and secrets (the names of those
     set: api_key, hf_token; the directory is mounted read-only, never a secret in env or labels),
-    shm_size, gpus, ray_head_container (vLLM over Ray shares its PID namespace: a Ray driver on the
-    head finds the node's raylet by its process and talks to it through /tmp/ray); for a native
-    launch, which runs NCCL itself on every host, privileged, devices, capabilities and ulimits as
-    the Ray containers have them. vLLM launched natively gets no Ray address, token or session
-    directory - only its fabric address (VLLM_HOST_IP).
+    shm_size, gpus, ray_head_container (an engine that places its ranks through Ray - vLLM over Ray -
+    shares the Ray head's PID namespace: a Ray driver on the head finds the node's raylet by its
+    process and talks to it through /tmp/ray); for ranks of its own on every host, which run NCCL
+    themselves, privileged, devices, capabilities and ulimits as the Ray containers have them. Where
+    no Ray containers run, the engine gets no Ray address, token or session directory - only its
+    fabric address (the plan's host_ip_env: VLLM_HOST_IP, SGLANG_HOST_IP).
     """
-    engine = o.get("engine") or "vllm"
-    launcher = o.get("launcher") or ("native" if engine == "sglang" else "ray")
-    vllm_native = engine == "vllm" and launcher == "native"
-    _need(o, "name", "image", "model_path", "tmp_dir", *(() if vllm_native else ("ray_address",)))
-    auth = _flag(o.get("auth", False)) and not vllm_native
+    plan = _plan_of(o)
+    _need(o, "name", "image", "model_path", "tmp_dir", *(("ray_address",) if plan["ray"] else ()))
+    auth = _flag(o.get("auth", False)) and plan["ray"]
     spec = _base(o, "model-server")
-    if vllm_native:
-        env = {"VLLM_HOST_IP": o.get("node_address") or ""}
-    else:
-        env = {"RAY_ADDRESS": o["ray_address"]}
+    env = {plan["host_ip_env"]: o.get("node_address") or ""}
+    if plan["ray"]:
+        env["RAY_ADDRESS"] = o["ray_address"]
         env.update(ray_env(o.get("node_address") or "", auth))
     env.update(dict((str(k), str(v)) for k, v in (o.get("env") or {}).items()))
     mounts = [{"type": "bind", "source": o["model_path"], "target": o["model_path"], "read_only": True}]
@@ -262,11 +267,11 @@ def engine_container(o):
         env["HF_TOKEN_PATH"] = "%s/%s" % (_secrets.IN_CONTAINER, _secrets.HF_TOKEN_FILE)
     spec.update({
         "env": env,
-        "mounts": mounts + ([] if vllm_native else ray_mounts(o["tmp_dir"], auth, o.get("token_file") or "")),
+        "mounts": mounts + (ray_mounts(o["tmp_dir"], auth, o.get("token_file") or "") if plan["ray"] else []),
         "entrypoint": list(o.get("entrypoint") or []),
         "command": list(o.get("args") or []),
     })
-    if engine == "vllm" and not vllm_native:
+    if plan["drives_ray"]:
         _need(o, "ray_head_container")
         spec["pid_mode"] = "container:" + o["ray_head_container"]
     else:

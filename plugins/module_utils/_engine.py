@@ -20,7 +20,8 @@ import re
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import host_platform, same_platform
 
 # bump when what a static probe returns changes: cached results of older probes are ignored
-PROBE_VERSION = 6  # 6: the launchers the image offers (Ray installed; the CLI's multi-node flags)
+PROBE_VERSION = 7  # 6: the launchers the image offers (Ray installed; the CLI's multi-node flags);
+# 7: the CLI's options also where vLLM 0.3x and SGLang 0.5.2x define them
 
 ENGINES = ("sglang", "vllm")  # an SGLang image may carry vLLM as a library: SGLang wins
 VERSION_PACKAGES = {
@@ -39,9 +40,12 @@ SGLANG_FALLBACK = "TransformersForCausalLM"
 # The engines' own command-line sources (under the package directory), and the options a launch
 # without Ray needs from them: vLLM's multiprocessing backend across hosts (--headless on the
 # ranks that do not serve), SGLang's own launcher. Read as a feature, never a version number.
+# (vLLM 0.3x moved the serve options to entrypoints/common/cli_args.py; SGLang 0.5.2x builds its
+# options from the annotated fields of srt/arg_groups/fields/*.py, aliases in Arg(aliases=[...]))
 CLI_SOURCES = {
-    "vllm": ("engine/arg_utils.py", "entrypoints/openai/cli_args.py", "entrypoints/cli/serve.py"),
-    "sglang": ("srt/server_args.py",),
+    "vllm": ("engine/arg_utils.py", "entrypoints/openai/cli_args.py", "entrypoints/common/cli_args.py",
+             "entrypoints/cli/serve.py"),
+    "sglang": ("srt/server_args.py", "srt/arg_groups/fields/*.py"),
 }
 NATIVE_FLAGS = {
     "vllm": ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless"),
@@ -305,11 +309,15 @@ def engine_archs(fs, engine, pkg):
 
 def cli_flags(fs, engine, pkg):
     """(flags, files read, errors): the long options the engine's CLI sources define, read with
-    `ast`: every add_argument("--x", ...) string, and every annotated field of the classes there
-    as --field-name (vLLM builds --host, --port, ... from its argument classes' fields)."""
+    `ast`: every add_argument("--x", ...) string, every annotated field of the classes there as
+    --field-name (vLLM builds --host, --port, ... from its argument classes' fields, SGLang 0.5.2x
+    likewise), and every "--x" of an aliases=[...] list (SGLang's Arg(aliases=...))."""
     flags, read, errors = set(), [], []
+    paths = []
     for rel in CLI_SOURCES.get(engine, ()):
-        path = posixpath.join(pkg, rel)
+        pattern = posixpath.join(pkg, rel)
+        paths.extend(fs.glob(pattern) if any(c in rel for c in "*?[") else [pattern])
+    for path in paths:
         text = fs.read_text(path)
         if text is None:
             continue
@@ -322,6 +330,9 @@ def cli_flags(fs, engine, pkg):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
                 flags.update(a.value for a in node.args
+                             if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
+            if isinstance(node, ast.keyword) and node.arg == "aliases" and isinstance(node.value, (ast.List, ast.Tuple)):
+                flags.update(a.value for a in node.value.elts
                              if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"))
             elif isinstance(node, ast.ClassDef):
                 flags.update("--" + item.target.id.replace("_", "-") for item in node.body

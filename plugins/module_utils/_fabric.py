@@ -211,6 +211,9 @@ def fabric_env(iface, plan, head_address, overrides=None, extra=None):
         "OMPI_MCA_btl_tcp_if_include": iface["name"],
         "NCCL_IB_DISABLE": "0" if plan["rdma"] else "1",
         "VLLM_HOST_IP": iface["address"],
+        # SGLang's ZeroMQ queues bind this address; unset on a multi-NIC Spark they take the
+        # Wi-Fi's and TP=2 across two hosts hangs (shared/REAL-WORLD.md, late 2026)
+        "SGLANG_HOST_IP": iface["address"],
         "RAY_NODE_IP_ADDRESS": iface["address"],
         "RAY_OVERRIDE_NODE_IP_ADDRESS": iface["address"],
         "MASTER_ADDR": head_address,

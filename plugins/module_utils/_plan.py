@@ -26,14 +26,16 @@ LAUNCHERS = ("ray", "native")
 SGLANG_DIST_PORT = 20000
 VLLM_MASTER_PORT = 29501
 
-# per engine: its memory-fraction flag, the file its API key reaches it in (empty: vLLM's key is
-# exported from the root-only key file by a wrapper), its ranks' meeting port, and whether it runs
-# a rank on every host even over Ray (SGLang's launcher does)
+# per engine: its program, its memory-fraction flag, the file its API key reaches it in (empty:
+# vLLM's key is exported from the root-only key file by a wrapper), its ranks' meeting port, the
+# variable it binds its own sockets to (the fabric address), and whether it runs a rank on every host
+# even over Ray (SGLang's launcher does)
 _ENGINES = {
-    "vllm": {"memory_flag": "--gpu-memory-utilization", "key_config": "", "meet_port": VLLM_MASTER_PORT,
-             "ranks_over_ray": False},
-    "sglang": {"memory_flag": "--mem-fraction-static", "key_config": SGLANG_CONFIG_FILE,
-               "meet_port": SGLANG_DIST_PORT, "ranks_over_ray": True},
+    "vllm": {"entrypoint": ["vllm", "serve"], "memory_flag": "--gpu-memory-utilization", "key_config": "",
+             "meet_port": VLLM_MASTER_PORT, "host_ip_env": "VLLM_HOST_IP", "ranks_over_ray": False},
+    "sglang": {"entrypoint": ["python3", "-m", "sglang.launch_server"], "memory_flag": "--mem-fraction-static",
+               "key_config": SGLANG_CONFIG_FILE, "meet_port": SGLANG_DIST_PORT, "host_ip_env": "SGLANG_HOST_IP",
+               "ranks_over_ray": True},
 }
 ENGINES = tuple(_ENGINES)
 
@@ -57,6 +59,10 @@ def launch_plan(engine="", launcher="", hosts=()):
       serving            how the report names the launch: 'over Ray' (the engine on the head, its
                          ranks in the Ray containers), 'beside Ray' (ranks of its own next to a Ray
                          cluster) or 'no Ray'
+      drives_ray         the engine places its ranks through Ray (vLLM over Ray: its container shares
+                         the Ray head's PID namespace and session directory)
+      entrypoint         the engine's program (argv before its options)
+      host_ip_env        the variable the engine binds its own sockets to (set to the fabric address)
     """
     engine = engine or "vllm"
     if engine not in _ENGINES:
@@ -86,4 +92,7 @@ def launch_plan(engine="", launcher="", hosts=()):
         "key_config": spec["key_config"],
         "meet_port": spec["meet_port"] if everywhere else None,
         "serving": serving,
+        "drives_ray": ray and not everywhere,
+        "entrypoint": list(spec["entrypoint"]),
+        "host_ip_env": spec["host_ip_env"],
     }

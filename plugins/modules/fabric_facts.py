@@ -83,7 +83,7 @@ options:
   master_port:
     description:
       - The port on the head where the engine's ranks meet (the launch plan's C(meet_port)); checked from
-        every other host like a peer (a refusal counts as reachable: nothing listens before the engine starts).
+        every other host like a peer (a refusal counts as reachable - nothing listens before the engine starts).
       - Left out, not checked.
     type: int
     version_added: 0.4.0

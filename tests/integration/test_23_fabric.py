@@ -46,7 +46,7 @@ def test_environment_file_on_every_host(lab):
         env = env_file(ip)
         assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == env["TP_SOCKET_IFNAME"] == "enp1s0f1np1"
         assert env["NCCL_IB_DISABLE"] == "1" and "NCCL_IB_HCA" not in env
-        assert env["VLLM_HOST_IP"] == env["RAY_NODE_IP_ADDRESS"] == fabric
+        assert env["VLLM_HOST_IP"] == env["SGLANG_HOST_IP"] == env["RAY_NODE_IP_ADDRESS"] == fabric
         assert env["MASTER_ADDR"] == "192.168.77.11"
 
 

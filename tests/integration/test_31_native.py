@@ -16,7 +16,8 @@ from conftest import playbook, ssh, still_serves, wait_watchdog
 
 HOSTS = ("10.77.0.11", "10.77.0.12")
 REG = "10.77.0.5:5000/sparkops/"
-NORAY = {"sparkops_engine_candidates": [REG + "lab-vllm:0.17.0-noray"]}
+# a stock vLLM image of late 2026 (0.34.0's source tree, no Ray), as users pull it now
+NORAY = {"sparkops_engine_candidates": [REG + "lab-vllm:0.34.0"]}
 ENGINE = "sparkops-model-server"
 RAY = ("sparkops-ray-head", "sparkops-ray-worker")
 
@@ -65,8 +66,8 @@ def test_a_ray_less_vllm_is_served_natively_on_every_host(native):
     assert set(before[HOSTS[0]]) == {"sparkops-ray-head", ENGINE} and set(before[HOSTS[1]]) == {"sparkops-ray-worker"}
     assert res.returncode == 0, res.out[-4000:]
     out = flat(res.out)
-    assert re.search(r"lab-vllm:0\.17\.0-noray selected vllm 0\.17\.0 ray - launch native ", out), out[-3000:]
-    assert ("is served by vllm (%slab-vllm:0.17.0-noray) at http://10.77.0.11:8000/v1 (no Ray, ranks on spark1, "
+    assert re.search(r"lab-vllm:0\.34\.0 selected vllm 0\.34\.0 ray - launch native ", out), out[-3000:]
+    assert ("is served by vllm (%slab-vllm:0.34.0) at http://10.77.0.11:8000/v1 (no Ray, ranks on spark1, "
             "spark2)" % REG) in out
     assert "from 2 vLLM ranks (mp backend, no Ray) on 192.168.77.11, 192.168.77.12" in out
     assert "launch native - 2 engine ranks, one per host (spark1, spark2), no Ray" in out
@@ -152,14 +153,15 @@ def test_back_to_ray_then_a_failed_move_to_native_brings_ray_back(native):
 
 
 def test_sglang_without_ray_runs_its_own_ranks_one_per_host(native):
-    """SGLang 0.5.10's image carries no Ray: auto launches SGLang's own multi-node ranks, one per host,
+    """SGLang 0.5.23's image (what users pull in late 2026: its options defined in srt/arg_groups/fields/,
+    read by the static probe) carries no Ray: auto launches SGLang's own multi-node ranks, one per host,
     head first, meeting at the head's fabric address (the launch plan's meet_port), and no Ray container
     (the move from what served over Ray keeps nothing of it once SGLang serves)."""
-    res = deploy("-e", json.dumps({"sparkops_engine_candidates": [REG + "lab-sglang:0.5.10"]}))
+    res = deploy("-e", json.dumps({"sparkops_engine_candidates": [REG + "lab-sglang:0.5.23"]}))
     assert res.returncode == 0, res.out[-3000:]
     out = flat(res.out)
-    assert re.search(r"lab-sglang:0\.5\.10 selected sglang 0\.5\.10 ray - launch native ", out), out[-3000:]
-    assert ("is served by sglang (%slab-sglang:0.5.10) at http://10.77.0.11:8000/v1 (no Ray, ranks on spark1, "
+    assert re.search(r"lab-sglang:0\.5\.23 selected sglang 0\.5\.23 ray - launch native ", out), out[-3000:]
+    assert ("is served by sglang (%slab-sglang:0.5.23) at http://10.77.0.11:8000/v1 (no Ray, ranks on spark1, "
             "spark2)" % REG) in out
     for rank, ip in enumerate(HOSTS):
         assert set(n for n, (dummy, up) in containers(ip).items() if up) == {ENGINE}, containers(ip)

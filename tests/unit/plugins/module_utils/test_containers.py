@@ -200,7 +200,7 @@ def test_the_executable_replaces_the_program_only():
     assert entrypoint == ["python3", "/opt/standin.py"] and args[0] == "/opt/models/qwen"
 
 
-@pytest.mark.parametrize("change,words", [({"engine": "tgi"}, "engine is 'tgi': expected vllm or sglang"),
+@pytest.mark.parametrize("change,words", [({"engine": "tgi"}, "engine is 'tgi': expected one of vllm, sglang"),
                                           ({"parallelism": "expert"}, "expected tensor or pipeline")])
 def test_bad_engine_settings_are_named(change, words):
     with pytest.raises(SpecError, match=words):
@@ -261,7 +261,7 @@ def test_vllm_native_ranks_meet_at_the_heads_fabric_address_and_only_rank_0_serv
     assert head[at:at + len(want)] == [w.replace("%d", "0") for w in want] and "--headless" not in head
     assert other[at:at + len(want) + 1] == [w.replace("%d", "1") for w in want] + ["--headless"]
     assert "ray" not in head
-    with pytest.raises(SpecError, match="launcher is 'slurm': expected ray or native"):
+    with pytest.raises(SpecError, match="launcher is 'slurm': expected auto, ray or native"):
         engine_command(dict(CMD, launcher="slurm"))
     # SGLang's ranks are its own either way (over `ray`, a Ray cluster runs beside them)
     assert engine_command(dict(CMD, engine="sglang", launcher="ray")) == engine_command(
@@ -279,3 +279,18 @@ def test_a_native_vllm_rank_has_no_ray_in_its_container_and_drives_nccl_itself()
         assert spec[key] == SGLANG_RDMA[key], key
     over_ray = engine_container(copy.deepcopy(ENGINE))
     assert over_ray["env"]["RAY_ADDRESS"] == "192.168.100.10:6379" and over_ray["pid_mode"]
+
+
+def test_sglang_without_ray_gets_its_fabric_address_and_nothing_of_ray():
+    """SGLang's own ranks with no Ray containers (its stock image has no Ray): its ZeroMQ sockets bind
+    SGLANG_HOST_IP (the fabric address); no Ray address, token or session directory. Beside a Ray
+    cluster (launcher ray) it keeps Ray's settings, and never shares the Ray head's PID namespace."""
+    alone = dict(copy.deepcopy(ENGINE), engine="sglang", launcher="native", **SGLANG_RDMA)
+    del alone["ray_address"]
+    spec = engine_container(alone)
+    assert spec["env"] == {"SGLANG_HOST_IP": "192.168.100.10"}
+    assert all("/tmp/ray" != m["target"] and "ray-token" not in m["target"] for m in spec["mounts"])
+    assert "pid_mode" not in spec and spec["privileged"] == SGLANG_RDMA["privileged"]
+    beside = engine_container(dict(copy.deepcopy(ENGINE), engine="sglang", launcher="ray", **SGLANG_RDMA))
+    assert beside["env"]["SGLANG_HOST_IP"] == "192.168.100.10"
+    assert beside["env"]["RAY_ADDRESS"] == "192.168.100.10:6379" and "pid_mode" not in beside

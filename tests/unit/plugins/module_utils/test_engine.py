@@ -38,8 +38,11 @@ import sparklab  # noqa: E402 pylint: disable=wrong-import-position,import-error
 
 QWEN35 = "Qwen3_5MoeForConditionalGeneration"
 ENV = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
-RELEASES = [("vllm", "0.14.0", "wheel"), ("vllm", "0.17.0", "wheel"),
-            ("sglang", "0.5.4", "editable-pth"), ("sglang", "0.5.10", "editable-finder")]
+# the lab's releases, and what users pull in late 2026 (vLLM 0.34.0; SGLang 0.5.23, whose wheels are
+# built per Python: the .py files are taken)
+RELEASES = [("vllm", "0.14.0", "wheel"), ("vllm", "0.17.0", "wheel"), ("vllm", "0.34.0", "wheel"),
+            ("sglang", "0.5.4", "editable-pth"), ("sglang", "0.5.10", "editable-finder"),
+            ("sglang", "0.5.23", "editable-finder")]
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +77,8 @@ def oracle_archs(wheel, engine):
 
 
 @pytest.mark.parametrize("engine,version,has_qwen35", [
-    ("vllm", "0.14.0", False), ("vllm", "0.17.0", True),
-    ("sglang", "0.5.4", False), ("sglang", "0.5.10", True)])
+    ("vllm", "0.14.0", False), ("vllm", "0.17.0", True), ("vllm", "0.34.0", True),
+    ("sglang", "0.5.4", False), ("sglang", "0.5.10", True), ("sglang", "0.5.23", True)])
 def test_verdicts_match_the_release_registry(installed, engine, version, has_qwen35):
     root, wheel = installed[(engine, version)]
     facts = static_facts(LayerFS([root]), ENV)
@@ -124,6 +127,18 @@ def test_vllm_registry_tables(installed):
     assert models[QWEN35] == ("qwen3_5", QWEN35)
     assert models["TransformersForCausalLM"][0] == "transformers"
     assert all(isinstance(v, str) for v in removed.values())
+
+
+def test_a_model_vllm_0_34_removed_is_not_servable(installed):
+    """vLLM 0.3x keeps _PREVIOUSLY_SUPPORTED_MODELS (arch -> the release that last had it): such an
+    architecture is neither native nor served by the Transformers fallback, and the note says so."""
+    root = installed[("vllm", "0.34.0")][0]
+    facts = static_facts(LayerFS([root]), ENV)
+    assert facts["removed"]["Phi4MultimodalForCausalLM"] == "0.12.0"
+    assert not set(facts["removed"]) & set(facts["native"])
+    got, notes = verdicts(facts, ["Phi4MultimodalForCausalLM"])
+    assert got["Phi4MultimodalForCausalLM"] not in ("native", "fallback")
+    assert any("Phi4MultimodalForCausalLM was removed from vllm" in n and "0.12.0" in n for n in notes), notes
 
 
 def test_layers_whiteouts_and_opaque_dirs(installed, tmp_path):

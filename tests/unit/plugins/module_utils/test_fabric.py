@@ -126,6 +126,8 @@ def test_spark_environment_has_every_variable():
         assert env[key], key
     assert env["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1" and env["NCCL_IB_GID_INDEX"] == "3"
     assert "NCCL_IB_DISABLE" not in env  # an override of None removes a variable
+    # both engines' own bind addresses are the fabric's (a multi-NIC Spark has Wi-Fi too)
+    assert env["VLLM_HOST_IP"] == env["SGLANG_HOST_IP"] == "192.168.100.10"
     text = render_env_file(sorted(env.items()))
     assert "NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1\n" in text
 

@@ -29,4 +29,3 @@ def test_a_refusal_counts_as_reached_nothing_listens_before_the_engine_starts():
     ok, error, source = peer_answers("127.0.0.1", port, 2)
     assert (ok, error) == (True, None)
     assert source in ("127.0.0.1", None)
-
