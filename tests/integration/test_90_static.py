@@ -126,6 +126,38 @@ def test_the_readme_front_matter_lists_what_the_collection_holds():
     assert not missing, "README's Included content lacks %s" % missing
 
 
+def _slug(heading):
+    """GitHub's anchor of a markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lstrip("#").strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_the_readme_is_a_front_door_and_every_doc_link_resolves():
+    """The README stays a front door (at most 15 KB; the detail lives in docs/), and every relative
+    link of the README and docs/*.md names a file that exists, and a heading there where it has an
+    anchor."""
+    with open(os.path.join(ROOT, "README.md"), "rb") as f:
+        size = len(f.read())
+    assert size <= 15000, "README.md is %d bytes: move detail into docs/ (docs/reference.md)" % size
+    broken = []
+    for doc in ["README.md"] + ["docs/" + n for n in sorted(os.listdir(os.path.join(ROOT, "docs"))) if n.endswith(".md")]:
+        with open(os.path.join(ROOT, doc)) as f:
+            text = f.read()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+://", target):
+                continue
+            path, dummy, anchor = target.partition("#")
+            full = os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), path)) if path else os.path.join(ROOT, doc)
+            if not os.path.exists(full):
+                broken.append("%s: %s (no such file)" % (doc, target))
+            elif anchor and full.endswith(".md"):
+                with open(full) as f:
+                    slugs = [_slug(l) for l in f.read().splitlines() if l.startswith("#")]
+                if anchor not in slugs:
+                    broken.append("%s: %s (no such heading)" % (doc, target))
+    assert not broken, broken
+
+
 def test_the_roles_name_the_secret_files_the_containers_mount():
     """The engine reads its secrets at the paths plugins/module_utils/_secrets.py names; the roles
     write and remove them by name: every name there is one of those, and teardown removes all."""
