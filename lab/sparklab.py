@@ -1516,8 +1516,12 @@ def cmd_old_model(args):
                     run(["docker", "-H", sock, "update", "--restart", opts[opts.index("--restart") + 1], cname])
                 run(["docker", "-H", sock, "start", cname])
                 continue
-            # resident at once (MAP_POPULATE faults the pages in one call: ~40 % less CPU than filling them)
-            hold = ("import mmap, time; held = mmap.mmap(-1, %d << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS"
+            # resident at once (MAP_POPULATE faults the pages in one call: ~40 % less CPU than filling them);
+            # it ends on SIGTERM as the servings it stands for do (vLLM, an embeddings server): as PID 1
+            # without a handler it ignored it, and every deploy waited gpu_memory_stop_timeout for
+            # docker stop's SIGKILL
+            hold = ("import mmap, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); "
+                    "held = mmap.mmap(-1, %d << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS"
                     " | mmap.MAP_POPULATE); time.sleep(10 ** 9)" % mib)
             run(["docker", "-H", sock, "run", "-d", "--name", cname] + opts
                 + [image, "python3", "-c", hold])
