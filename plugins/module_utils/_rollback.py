@@ -24,6 +24,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.sparkops.inference.plugins.module_utils._text import truncate
+
 # what each host's variables give the decision and the message (the filters read only these)
 HOST_KEYS = ("rollback_record", "rollback_previous", "ray_cluster_started", "model_server_started",
              "ansible_failed_task", "ansible_failed_result", "rollback_secrets", "ray_cluster_files",
@@ -38,13 +40,6 @@ def changed(result):
         return bool(result["changed"])
     items = result.get("results")
     return isinstance(items, list) and any(isinstance(i, dict) and i.get("changed") for i in items)
-
-
-def truncate(text, length, leeway=5, end="..."):
-    """Jinja's truncate (whole words), as the messages always cut."""
-    if len(text) <= length + leeway:
-        return text
-    return text[:length - len(end)].rsplit(" ", 1)[0] + end
 
 
 def _dict(value):

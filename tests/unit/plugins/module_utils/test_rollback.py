@@ -10,7 +10,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.inference.plugins.filter.rollback import rollback_decision, rollback_message
-from ansible_collections.sparkops.inference.plugins.module_utils import _rollback
+from ansible_collections.sparkops.inference.plugins.module_utils import _text
 
 HOSTS = ["spark1", "spark2"]
 TOKEN = "/etc/sparkops/ray-token"
@@ -147,7 +147,7 @@ def test_the_truncation_is_jinjas():
     jinja2 = pytest.importorskip("jinja2")
     env = jinja2.Environment()
     for text in ("short", "a " * 151, "b" * 400, "one two three " * 30):
-        assert _rollback.truncate(text, 300) == env.from_string("{{ t | truncate(300) }}").render(t=text)
+        assert _text.truncate(text, 300) == env.from_string("{{ t | truncate(300) }}").render(t=text)
 
 
 def test_a_host_that_is_not_in_the_inventory_or_a_decision_that_is_not_one_is_named():

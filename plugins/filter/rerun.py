@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, sparkops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""rerun_reasons, rerun_summary: the re-run check's verdict (logic in module_utils/_rerun; docs in
+rerun_reasons.yml and rerun_summary.yml)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.sparkops.inference.plugins.module_utils import _rerun
+
+
+def rerun_reasons(hosts, hostvars, asked, head):
+    checks = [(name, hostvars[name].get("deploy_check_record") or {}) for name in hosts] if asked else []
+    return _rerun.reasons(bool(asked), checks, head)
+
+
+def rerun_summary(reasons, recorded_at=""):
+    return _rerun.summary(list(reasons or []), recorded_at)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"rerun_reasons": rerun_reasons, "rerun_summary": rerun_summary}
