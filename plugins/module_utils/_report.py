@@ -110,7 +110,7 @@ def document(hosts, head_name, workers, model_path, marks, failure=None, rolled_
         serves_again = "seconds_to_ready" in restored
     else:
         serves_again = None
-    moved = [{"image": e.get("image"), "held": str(e.get("digest") or "").split("@")[-1],
+    moved = [{"image": e.get("image"), "held": str(e.get("digest") or "").rsplit("@", maxsplit=1)[-1],
               "registry": e.get("registry_digest")}
              for e in _d(head.get("engine_image_present")).get("images") or [] if e.get("moved")]
     return {

@@ -59,8 +59,8 @@ def test_a_deploy_that_served():
 
 def test_a_failed_deploy_rolled_back_says_whether_the_engine_of_before_serves_again():
     r = doc(head(model_server_restored={"seconds_to_ready": 4}), failure="X on spark1: y", rolled_back="True")
-    assert (r["outcome"], r["error"], r["rolled_back"], r["rolled_back_serves"]) == ("failed", "X on spark1: y",
-                                                                                       True, True)
+    got = (r["outcome"], r["error"], r["rolled_back"], r["rolled_back_serves"])
+    assert got == ("failed", "X on spark1: y", True, True)
     assert doc(head(model_server_restored={"msg": "did not serve"}), failure="f")["rolled_back_serves"] is False
 
 
@@ -95,7 +95,7 @@ def test_a_tag_that_moved_at_the_registry_is_listed_with_both_digests():
 
 
 def test_the_phase_order_is_the_deploys():
-    with open(__file__.split("/tests/")[0] + "/roles/deploy/tasks/main.yml") as f:
+    with open(__file__.split("/tests/", maxsplit=1)[0] + "/roles/deploy/tasks/main.yml") as f:
         # the phase roles as the deploy imports them whole (not an entry point such as tasks_from: validate)
         roles = re.findall(r"name: sparkops\.inference\.(\w+)\n(?!\s+tasks_from)", f.read())
     assert [r for r in roles if r in _report.PHASES] == list(_report.PHASES)

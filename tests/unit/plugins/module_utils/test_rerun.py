@@ -22,8 +22,8 @@ def test_every_host_as_recorded_and_the_engine_answering_skips_the_phases():
 
 def test_each_difference_is_named_with_its_host_in_play_order():
     hostvars = {"spark1": {"deploy_check_record": dict(SAME, completion="x", lines=["inputs changed since the deploy"])},
-                "spark2": {"deploy_check_record": dict(SAME, lines=["container sparkops-ray-worker: not running",
-                                                                     "would stop old-vllm"])}}
+                "spark2": {"deploy_check_record": dict(
+                    SAME, lines=["container sparkops-ray-worker: not running", "would stop old-vllm"])}}
     found = rerun_reasons(HOSTS, hostvars, asked=True, head="spark1")
     assert found == ["spark1: inputs changed since the deploy", "spark2: container sparkops-ray-worker: not running",
                      "spark2: would stop old-vllm"]

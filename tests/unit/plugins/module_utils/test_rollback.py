@@ -154,8 +154,8 @@ def test_a_host_that_is_not_in_the_inventory_or_a_decision_that_is_not_one_is_na
     with pytest.raises(AnsibleFilterError, match="spark9"):
         rollback_decision(["spark9"], {"spark1": {}})
     with pytest.raises(AnsibleFilterError, match="lacks failure, interrupted"):
-        rollback_message(HOSTS, {"spark1": {}, "spark2": {}}, decision={"rolled_back": True, "kept": False,
-                                                                         "untouched": False}, head="spark1")
+        half = {"rolled_back": True, "kept": False, "untouched": False}
+        rollback_message(HOSTS, {"spark1": {}, "spark2": {}}, decision=half, head="spark1")
 
 
 def test_with_restore_off_a_kept_generation_is_not_said_to_be_started_again():
