@@ -2,31 +2,28 @@
 import json
 
 
-def test_host_is_who_the_inventory_says(host):
-    name = host.ansible.get_variables()["inventory_hostname"]
-    assert host.check_output("hostname") == name
+def test_the_deploy_recorded_what_it_left_here(host):
+    """The record drift.yml and the next run's re-run check compare with: every container of ours
+    that runs here, the env file every container reads (its digest), and the deploy's choice - one
+    of the candidates, over Ray."""
+    record = json.loads(host.file("/var/lib/sparkops/deployed.json").content_string)
+    running = set(host.check_output("docker ps --format '{{.Names}}'").split())
+    recorded = {name for name, c in record["containers"].items() if c and c["status"] == "running"}
+    assert recorded == running
+    env = host.file("/etc/sparkops/fabric.env")
+    assert record["files"]["/etc/sparkops/fabric.env"]["sha256"] == "sha256:" + env.sha256sum
+    deployed = record["deployed"]
+    assert deployed["image"] in host.ansible.get_variables()["sparkops_engine_candidates"]
+    assert deployed["with_ray"] is True and deployed["launcher"] == "ray"
 
 
-def test_fabric_interface_has_the_fabric_address(host):
-    variables = host.ansible.get_variables()
-    iface = host.interface("enp1s0f1np1")
-    assert iface.exists
-    assert variables["fabric_address"] in iface.addresses
-    assert host.file("/sys/class/net/enp1s0f1np1/mtu").content_string.strip() == "9000"
-
-
-def test_docker_can_give_containers_a_gpu(host):
-    info = json.loads(host.check_output("docker info --format '{{json .}}'"))
-    assert info["ServerVersion"]
-    assert "nvidia" in info["Runtimes"]
-
-
-def test_gpu_is_the_labelled_standin_with_gb10_formats(host):
-    assert host.file("/etc/sparkops-lab-standin").exists
-    out = host.check_output("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader")
-    name, total, dummy = [v.strip() for v in out.split(",")]
-    assert name == "NVIDIA GB10"
-    assert total == "[N/A]"
+def test_the_containers_read_the_env_file_the_deploy_wrote(host):
+    """Each container of ours carries the hash of the env file it was started with: the file
+    on the host now (a changed file recreates them)."""
+    env = host.file("/etc/sparkops/fabric.env").sha256sum
+    for name in host.check_output("docker ps --format '{{.Names}}'").split():
+        labels = json.loads(host.check_output("docker inspect -f '{{json .Config.Labels}}' %s" % name))
+        assert labels.get("sparkops.env-sha256") == env, name
 
 
 def test_only_ours_run_and_the_old_model_is_stopped(host):
