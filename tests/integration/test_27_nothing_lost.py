@@ -500,11 +500,13 @@ def test_an_engine_the_memory_cannot_admit_is_refused_before_it_starts(lab):
     created, on every host that runs its ranks (vLLM: the head's driver and the workers' Ray
     containers): it evicts the model's page cache, then every page cache, and refuses with the
     figures; the rescue brings back the kept engine."""
-    res = playbook("deploy.yml", "-i", "inventories/lab")
+    # the settings the case above served with: a re-run that changes nothing when it ran first
+    served = {"model_server_max_model_len": "2048"}
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(served))
     assert res.returncode == 0, res.out[-3000:]
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
-    res = playbook("deploy.yml", "-i", "inventories/lab", "-e",
-                   json.dumps({"model_server_gpu_memory_utilization": 0.99, "model_server_admission_wait": 2}))
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", json.dumps(dict(
+        served, model_server_gpu_memory_utilization=0.99, model_server_admission_wait=2)))
     assert res.returncode != 0
     out = flat(res.out)
     for host in ("spark1", "spark2"):
