@@ -2,8 +2,10 @@
 """The contract between the phases (docs/architecture.md) against the roles: every name one role
 sets (set_fact, register) and another reads - in a task, a template, or through the filters that
 read hostvars for it (_rollback.HOST_KEYS, _report.HEAD_KEYS / HOST_KEYS) - is named in the doc;
-and every name the doc's phase table gives is in the code, so a renamed or dropped fact cannot
-stay documented."""
+every name the doc's phase table gives is in the code, so a renamed or dropped fact cannot stay
+documented; and, in the order deploy.yml runs the roles (roles/deploy/tasks/main.yml, the one
+phase list, walked with every role it imports or includes), each shared name has a writer that
+runs before its reader's last run, so a phase moved ahead of what it consumes fails here."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -12,6 +14,7 @@ import glob
 import os
 import re
 
+import pytest
 import yaml
 
 from ansible_collections.sparkops.inference.plugins.module_utils import _report, _rollback
@@ -68,6 +71,61 @@ def shared_names():
                 for name in (reads & sets) - own:
                     shared.setdefault(name, set()).add((writer, reader))
     return dict((k, sorted(v)) for k, v in shared.items())
+
+
+def _tasks_of(role, tasks_from="main"):
+    path = os.path.join(ROOT, "roles", role, "tasks", tasks_from + ".yml")
+    with open(path) as f:
+        return yaml.safe_load(f) or []
+
+
+def _walk(tasks, role, order, seen, parts):
+    """Append, in the order a deploy reaches them, the role each task belongs to; a task that
+    imports or includes a role (or a task file) is followed into it; of a block, the `parts`."""
+    for task in tasks:
+        for part in parts:
+            if part in task:
+                _walk(task[part], role, order, seen, parts)
+        if any(part in task for part in ("block", "rescue", "always")):
+            continue
+        target = task.get("ansible.builtin.import_role") or task.get("ansible.builtin.include_role")
+        files = task.get("ansible.builtin.import_tasks") or task.get("ansible.builtin.include_tasks")
+        if target:
+            name = target["name"].rsplit(".", 1)[-1]
+            key = (name, target.get("tasks_from", "main"))
+            if key not in seen:  # the lock's role is marked into every phase: once is its place
+                _walk(_tasks_of(*key), name, order, seen | {key}, parts)
+        elif files:
+            _walk(_tasks_of(role, files[:-len(".yml")]), role, order, seen, parts)
+        else:
+            order.append(role)
+
+
+def deploy_order(failed=False):
+    """[role of each task, in the order roles/deploy/tasks/main.yml runs them]: a deploy that
+    succeeds (the blocks and their always), or one that failed at its last task (every task of the
+    blocks, then their rescue - the rollback and the report it includes)."""
+    order = []
+    _walk(_tasks_of("deploy"), "deploy", order, frozenset(),
+          ("block", "rescue", "always") if failed else ("block", "always"))
+    return order
+
+
+@pytest.mark.parametrize("failed", [False, True], ids=["succeeds", "fails"])
+def test_every_shared_name_is_written_before_its_reader_runs_last(failed):
+    order = deploy_order(failed)
+    at = {}
+    for i, role in enumerate(order):
+        at.setdefault(role, []).append(i)
+    phases = [r for i, r in enumerate(order) if i == 0 or order[i - 1] != r]
+    assert {"preflight", "engine_image", "gpu_memory", "fabric", "ray_cluster", "model_server", "watchdog",
+            "report"} | ({"rollback"} if failed else set()) <= set(at), phases
+    late = []
+    for name, pairs in sorted(shared_names().items()):
+        for writer, reader in pairs:
+            if writer in at and reader in at and min(at[writer]) > max(at[reader]):
+                late.append("%s: written by %s, which runs after %s's last task" % (name, writer, reader))
+    assert not late, "read before any phase writes it, in deploy.yml's order %s: %s" % (phases, late)
 
 
 def test_every_name_one_role_leaves_another_is_in_the_contract():
