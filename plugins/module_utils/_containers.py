@@ -285,6 +285,7 @@ def engine_container(o):
 
 
 WATCHDOG_AGENT = "/opt/sparkops/watchdog.py"
+WATCHDOG_SERVING = "/opt/sparkops/_serving.py"  # beside the agent: it imports _serving from its own directory
 DOCKER_SOCKET = "/var/run/docker.sock"
 
 
@@ -292,13 +293,14 @@ def watchdog_container(o):
     """The docker_container arguments of a host's watchdog agent.
 
     o: name, image (one the host holds: the Ray container's, whose python3 runs the agent),
-    agent_path (the agent on the host), agent_sha256 (a label: a new agent recreates the
-    container), state_dir (the state file, the pause file and the cluster's lock live there),
-    config_dir (the Ray token is read there), secrets_dir (where the engine's API key is, when it
-    has one; mounted too unless config_dir holds it), restart_policy, and
+    agent_path (the agent on the host), serving_path (the judge of serving the agent imports,
+    _serving.py, on the host), agent_sha256 (a label: a new agent recreates the container),
+    state_dir (the state file, the pause file and the cluster's lock live there), config_dir
+    (the Ray token is read there), secrets_dir (where the engine's API key is, when it has one;
+    mounted too unless config_dir holds it), restart_policy, and
     config: the agent's settings (_watchdog.config() checks them here, before anything starts).
     """
-    _need(o, "name", "image", "agent_path", "state_dir", "config_dir")
+    _need(o, "name", "image", "agent_path", "serving_path", "state_dir", "config_dir")
     restart = str(o.get("restart_policy") or "no")
     if restart not in RESTART_POLICIES:
         raise SpecError("restart_policy is %r: expected one of %s" % (restart, ", ".join(RESTART_POLICIES)))
@@ -317,6 +319,7 @@ def watchdog_container(o):
         "labels": {"sparkops.role": "watchdog", "sparkops.agent-sha256": str(o.get("agent_sha256") or "")},
         "mounts": [
             {"type": "bind", "source": o["agent_path"], "target": WATCHDOG_AGENT, "read_only": True},
+            {"type": "bind", "source": o["serving_path"], "target": WATCHDOG_SERVING, "read_only": True},
             {"type": "bind", "source": DOCKER_SOCKET, "target": DOCKER_SOCKET},
             {"type": "bind", "source": o["state_dir"], "target": o["state_dir"]},
             {"type": "bind", "source": o["config_dir"], "target": o["config_dir"], "read_only": True},

@@ -7,7 +7,8 @@ message, the models it lists, one short completion, its API key.
 Plain http.client (the engine listens on plain HTTP on the cluster's own addresses): no proxy
 is used (an HTTP(S)_PROXY in the environment must not carry a check to the engine) and no
 redirect is followed (an engine does not send them: whatever answers with one is not the
-engine). Shared by serve_check and deploy_record's compare.
+engine). Shared by serve_check and deploy_record's compare; what each answer means is
+_serving's (the judge the watchdog's agent uses too): this module asks and words it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,6 +25,7 @@ except ImportError:  # Python 2 is not supported by the collection; the import m
     HTTPConnection = HTTPException = urlsplit = None
 
 from ansible_collections.sparkops.inference.plugins.module_utils._secrets import scrub
+from ansible_collections.sparkops.inference.plugins.module_utils._serving import SERVES, completion_text, judge, model_ids
 
 MAX_BODY = 1 << 20  # what is read of an answer: /v1/models and a completion are far smaller
 
@@ -70,13 +72,8 @@ def connect_address(address):
 
 
 def list_models(code, text):
-    """The model ids of a /v1/models answer ([] unless it is a 200 with a data list)."""
-    if code != 200:
-        return []
-    try:
-        return [m.get("id") for m in json.loads(text).get("data", [])]
-    except (ValueError, AttributeError):
-        return []
+    """The model ids of a /v1/models answer ([] unless it is a 2xx with a data list)."""
+    return model_ids(code, text)
 
 
 def completion(base, model, prompt, timeout=120, headers=None, secrets=()):
@@ -84,10 +81,9 @@ def completion(base, model, prompt, timeout=120, headers=None, secrets=()):
     code, text = request("POST", base + "/v1/completions", {
         "model": model, "prompt": prompt, "max_tokens": 8, "temperature": 0},
         timeout=timeout, headers=headers, secrets=secrets)
-    try:
-        return json.loads(text)["choices"][0]["text"], None
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None, "a completion failed (HTTP %s): %s" % (code, quoted(text, secrets, 300))
+    if judge(model, completion=(code, text))[0] == SERVES:
+        return completion_text(code, text), None
+    return None, "a completion failed (HTTP %s): %s" % (code, quoted(text, secrets, 300))
 
 
 def read_key(path):
@@ -104,13 +100,14 @@ def read_key(path):
 def models_now(base, timeout=5, headers=None, secrets=()):
     """One look: (the models /v1/models lists, None) when /health and /v1/models answer 200;
     (None, what answered instead) otherwise."""
-    code, text = request("GET", base + "/health", timeout=timeout, headers=headers, secrets=secrets)
-    if code != 200:
+    health = request("GET", base + "/health", timeout=timeout, headers=headers, secrets=secrets)
+    if judge(None, health=health)[0] != SERVES:
+        code, text = health
         return None, "/health answered %s" % (("%s: %s" % (code, quoted(text, secrets, 120))) if code else text)
-    code, text = request("GET", base + "/v1/models", timeout=timeout, headers=headers, secrets=secrets)
-    if code != 200:
-        return None, "/v1/models answered %s: %s" % (code, quoted(text, secrets))
-    return list_models(code, text), None
+    models = request("GET", base + "/v1/models", timeout=timeout, headers=headers, secrets=secrets)
+    if judge(None, health=health, models=models)[0] != SERVES:
+        return None, "/v1/models answered %s: %s" % (models[0], quoted(models[1], secrets))
+    return model_ids(*models), None
 
 
 def answers(base, served_model_name, prompt, timeout=10, key=None):

@@ -48,6 +48,11 @@ import time
 import urllib.error
 import urllib.request
 
+try:  # as a module_util (the filters, the tests)
+    from ansible_collections.sparkops.inference.plugins.module_utils import _serving
+except ImportError:  # the agent on a host: roles/watchdog mounts _serving.py beside this file
+    import _serving  # pylint: disable=import-error
+
 PHASES = ("stop", "ray", "engine", "done")
 # published instead of the next phase when a deploy or teardown takes the cluster's lock in the middle
 # of a gang restart: that run now owns the containers; every agent leaves the rest of the gang to it
@@ -395,17 +400,21 @@ def probe(cfg, api_key):
     if api_key:
         req.add_header("Authorization", "Bearer " + api_key)
     try:
-        doc = json.loads(_open(req, cfg["timeout"]).read().decode("utf-8"))
-        if doc.get("choices"):
-            return True, None
-        return False, "an answer without choices from %s" % cfg["probe_url"]
+        resp = _open(req, cfg["timeout"])
+        code, text, reason = resp.status, resp.read().decode("utf-8", "replace"), None
     except urllib.error.HTTPError as exc:
-        if 400 <= exc.code < 500:
-            return True, "the engine answers, but HTTP %d to the watchdog's completion (%s): check the engine's API " \
-                "key file and served name" % (exc.code, exc.reason)
-        return False, "HTTP %d from %s: %s" % (exc.code, cfg["probe_url"], exc.reason)
+        code, text, reason = exc.code, "", exc.reason
     except Exception as exc:  # pylint: disable=broad-except
         return False, "no completion in %d s from %s: %s" % (cfg["timeout"], cfg["probe_url"], exc)
+    state = _serving.judge(cfg["model"], completion=(code, text))[0]
+    if state == _serving.SERVES:
+        return True, None
+    if state == _serving.ALIVE:
+        return True, "the engine answers, but HTTP %d to the watchdog's completion (%s): check the engine's API " \
+            "key file and served name" % (code, reason)
+    if reason is not None:
+        return False, "HTTP %d from %s: %s" % (code, cfg["probe_url"], reason)
+    return False, "an answer without choices from %s" % cfg["probe_url"]
 
 
 def engine_tokens(cfg):

@@ -9,6 +9,7 @@ __metaclass__ = type
 import json
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -112,7 +113,7 @@ def test_wrong_settings_are_named_with_what_was_expected(change, message):
 
 def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_follows_the_settings():
     o = {"name": "sparkops-watchdog", "image": "vllm:1", "agent_path": "/var/lib/sparkops/watchdog-agent.py",
-         "agent_sha256": "ab", "state_dir": "/var/lib/sparkops", "config_dir": "/etc/sparkops",
+         "serving_path": "/var/lib/sparkops/watchdog-serving.py", "agent_sha256": "ab", "state_dir": "/var/lib/sparkops", "config_dir": "/etc/sparkops",
          "restart_policy": "unless-stopped", "config": dict(HEAD, api_key_file=None)}
     spec = watchdog_container(o)
     assert spec["entrypoint"] == ["python3", "-u", "/opt/sparkops/watchdog.py"] and spec["user"] == "0:0"
@@ -120,8 +121,10 @@ def test_the_container_runs_the_agent_as_root_with_the_socket_and_a_spec_that_fo
     sources = dict((m["target"], (m["source"], m.get("read_only", False))) for m in spec["mounts"])
     assert sources["/var/run/docker.sock"] == ("/var/run/docker.sock", False)
     assert sources["/etc/sparkops"] == ("/etc/sparkops", True)
-    assert len(spec["mounts"]) == 4  # /etc/sparkops/secrets is under /etc/sparkops: no mount of its own
-    assert len(watchdog_container(dict(o, secrets_dir="/etc/sparkops/secrets"))["mounts"]) == 4
+    # the judge of serving beside the agent, where the agent imports it from
+    assert sources["/opt/sparkops/_serving.py"] == ("/var/lib/sparkops/watchdog-serving.py", True)
+    assert len(spec["mounts"]) == 5  # /etc/sparkops/secrets is under /etc/sparkops: no mount of its own
+    assert len(watchdog_container(dict(o, secrets_dir="/etc/sparkops/secrets"))["mounts"]) == 5
     moved = watchdog_container(dict(o, secrets_dir="/srv/secrets"))["mounts"][-1]
     assert moved == {"type": "bind", "source": "/srv/secrets", "target": "/srv/secrets", "read_only": True}
     assert watchdog_container(o)["labels"]["sparkops.spec"] == spec["labels"]["sparkops.spec"]
@@ -362,7 +365,7 @@ def test_the_probe_counts_silence_and_5xx_and_takes_a_4xx_as_alive(tmp_path):
     alive, restarting would not mend it), a 500 (vLLM's dead engine) and silence past the timeout."""
     import http.server  # pylint: disable=import-outside-toplevel
     answers = {"/ok/v1/completions": (200, b'{"choices": [{"text": "!"}]}'), "/key/v1/completions": (401, b"{}"),
-               "/dead/v1/completions": (500, b"{}")}
+               "/dead/v1/completions": (500, b"{}"), "/empty/v1/completions": (200, b'{"choices": []}')}
 
     class Engine(http.server.BaseHTTPRequestHandler):
         def do_POST(self):  # pylint: disable=invalid-name
@@ -392,7 +395,23 @@ def test_the_probe_counts_silence_and_5xx_and_takes_a_4xx_as_alive(tmp_path):
         assert ok and note.startswith("the engine answers, but HTTP 401 to the watchdog's completion")
         dead = "HTTP 500 from %s/dead/v1/completions: Internal Server Error" % base
         assert probe("/dead/v1/completions") == (False, dead)
+        assert probe("/empty/v1/completions") == (False, "an answer without choices from %s/empty/v1/completions" % base)
         ok, why = probe("/hung/v1/completions")
         assert not ok and why.startswith("no completion in 1 s from %s/hung/v1/completions: " % base)
     finally:
         server.shutdown()
+
+
+def test_the_agent_on_a_host_imports_the_judge_mounted_beside_it(tmp_path):
+    """On a host the agent is /opt/sparkops/watchdog.py with _serving.py beside it and no Ansible:
+    run as there (python3 -I, the files under the names the container mounts them at), it loads
+    the judge from its own directory."""
+    import shutil  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    here = os.path.join(os.path.dirname(os.path.abspath(wd.__file__)))
+    shutil.copy(os.path.join(here, "_watchdog.py"), str(tmp_path / "watchdog.py"))
+    shutil.copy(os.path.join(here, "_serving.py"), str(tmp_path / "_serving.py"))
+    out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); import watchdog; "
+                          "print(watchdog._serving.__file__)" % str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == str(tmp_path / "_serving.py"), out.stdout
