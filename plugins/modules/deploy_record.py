@@ -378,27 +378,34 @@ def main():
     )
     p = module.params
     docker = Docker(module, p["docker_cli"])
-    old = load(p["path"])
+    (compare if p["mode"] == "compare" else record)(module, docker, load(p["path"]))
 
-    if p["mode"] == "compare":
-        if old is None:
-            module.exit_json(changed=False, in_sync=False, recorded_at=None, deployed={}, record=None,
-                             drift=[{"what": "record", "key": "present", "recorded": False, "now": False}],
-                             lines=["no deploy is recorded here (%s): nothing to compare with - deploy first"
-                                    % p["path"]])
-        secret = old.get("secret_files") or {}
-        files = [{"path": path, "secret": secret.get(path, True)} for path in (old.get("files") or {})]
-        model = old.get("model") or {}
-        now = live_state(docker, list(old.get("containers") or {}), files, model.get("path"),
-                         old.get("model_checksum", False))
-        now.update(asked(docker, p))
-        drift = differences(old, now)
-        lines = [describe(d) for d in drift]
-        found = beyond_the_record(module, p, lines)
-        module.exit_json(changed=False, in_sync=not lines, drift=drift, lines=lines,
-                         recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old,
-                         launch=launch_line(old.get("deployed")), **found)
 
+def compare(module, docker, old):
+    """mode=compare: the hosts against their record (the re-run check and drift.yml)."""
+    p = module.params
+    if old is None:
+        module.exit_json(changed=False, in_sync=False, recorded_at=None, deployed={}, record=None,
+                         drift=[{"what": "record", "key": "present", "recorded": False, "now": False}],
+                         lines=["no deploy is recorded here (%s): nothing to compare with - deploy first"
+                                % p["path"]])
+    secret = old.get("secret_files") or {}
+    files = [{"path": path, "secret": secret.get(path, True)} for path in (old.get("files") or {})]
+    model = old.get("model") or {}
+    now = live_state(docker, list(old.get("containers") or {}), files, model.get("path"),
+                     old.get("model_checksum", False))
+    now.update(asked(docker, p))
+    drift = differences(old, now)
+    lines = [describe(d) for d in drift]
+    found = beyond_the_record(module, p, lines)
+    module.exit_json(changed=False, in_sync=not lines, drift=drift, lines=lines,
+                     recorded_at=old.get("recorded_at"), deployed=old.get("deployed") or {}, record=old,
+                     launch=launch_line(old.get("deployed")), **found)
+
+
+def record(module, docker, old):
+    """mode=record: what this deploy left on the host, written when it differs (changed)."""
+    p = module.params
     new = live_state(docker, p["containers"], p["files"], p["model_path"], p["model_checksum"])
     new.update(asked(docker, p))
     new.update(version=RECORD_VERSION, model_checksum=p["model_checksum"], deployed=p["deployed"],
