@@ -71,11 +71,6 @@ def connect_address(address):
     return "[%s]" % address if ":" in address else address
 
 
-def list_models(code, text):
-    """The model ids of a /v1/models answer ([] unless it is a 2xx with a data list)."""
-    return model_ids(code, text)
-
-
 def completion(base, model, prompt, timeout=120, headers=None, secrets=()):
     """(text, None) of one short completion, or (None, why not) with the engine's answer quoted."""
     code, text = request("POST", base + "/v1/completions", {
@@ -97,29 +92,34 @@ def read_key(path):
         return None
 
 
-def models_now(base, timeout=5, headers=None, secrets=()):
-    """One look: (the models /v1/models lists, None) when /health and /v1/models answer 200;
-    (None, what answered instead) otherwise."""
+def look(base, served_name=None, timeout=5, headers=None, secrets=()):
+    """One look at /health, then /v1/models, judged by _serving: (state, step, models, why) - the
+    judge's state (SERVES, ALIVE or DOWN) and the step it stopped at (None when it serves), the
+    model ids listed ([] when none were) and, unless it serves, what answered instead in words."""
     health = request("GET", base + "/health", timeout=timeout, headers=headers, secrets=secrets)
-    if judge(None, health=health)[0] != SERVES:
+    state, step = judge(served_name, health=health)
+    if step:
         code, text = health
-        return None, "/health answered %s" % (("%s: %s" % (code, quoted(text, secrets, 120))) if code else text)
+        return state, step, [], "/health answered %s" % (
+            ("%s: %s" % (code, quoted(text, secrets, 120))) if code else text)
     models = request("GET", base + "/v1/models", timeout=timeout, headers=headers, secrets=secrets)
-    if judge(None, health=health, models=models)[0] != SERVES:
-        return None, "/v1/models answered %s: %s" % (models[0], quoted(models[1], secrets))
-    return model_ids(*models), None
+    state, step = judge(served_name, health=health, models=models)
+    if step == "models":
+        return state, step, [], "/v1/models answered %s: %s" % (models[0], quoted(models[1], secrets))
+    listed = model_ids(*models)
+    if step == "name":
+        return state, step, listed, "the engine serves %s, not %s" % (", ".join(listed) or "no model", served_name)
+    return state, step, listed, None
 
 
 def answers(base, served_model_name, prompt, timeout=10, key=None):
-    """Does the engine serve now: (None, the completion) when /health is 200, /v1/models lists
+    """Does the engine serve now: (None, the completion) when /health answers, /v1/models lists
     the served name and one completion comes back; (why not, None) otherwise. One look, no wait."""
     headers = {"Authorization": "Bearer " + key} if key else {}
     secrets = [key] if key else []
-    models, why = models_now(base, timeout, headers, secrets)
+    dummy, dummy, models, why = look(base, served_model_name, timeout, headers, secrets)
     if why:
         return why, None
-    if served_model_name and served_model_name not in models:
-        return "the engine serves %s, not %s" % (", ".join(models) or "no model", served_model_name), None
     said, why = completion(base, served_model_name or (models[0] if models else None), prompt,
                            timeout=timeout, headers=headers, secrets=secrets)
     return why, said

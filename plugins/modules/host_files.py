@@ -252,84 +252,102 @@ def remove_file(module, spec, changed, diffs, kept_before):
             module.fail_json(msg="cannot remove %s: %s" % (spec["path"], exc), changed_paths=changed)
 
 
+ARGUMENT_SPEC = dict(
+    files=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True),
+        content=dict(type="str", no_log=False),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        mode=dict(type="str", default="0644"),
+        owner_root=dict(type="bool", default=True),
+        secret=dict(type="bool", default=False),
+    )),
+    directories=dict(type="list", elements="path", default=[]),
+    private_directories=dict(type="list", elements="path", default=[]),
+    keep_dir=dict(type="path"),
+    kept=dict(type="str", choices=["keep", "restore", "drop"], default="keep"),
+)
+
+
+def directory(module, path, changed, diffs):
+    """A plain directory (0755) where none is."""
+    if os.path.isdir(path):
+        return
+    changed.append(path)
+    diffs.append({"before_header": path, "after_header": path, "before": "(absent)\n", "after": "(directory)\n"})
+    if not module.check_mode:
+        try:
+            os.makedirs(path, 0o755)
+        except OSError as exc:
+            module.fail_json(msg="cannot create the directory %s: %s" % (path, exc), changed_paths=changed)
+
+
+def present_file(module, spec, changed, diffs, kept_before):
+    """The file with its content and mode (root's, unless owner_root is false), written
+    atomically after its state before was kept; a secret's content never in the diff."""
+    if spec["content"] is None:
+        module.fail_json(msg="files: %s has no content: give its content, or state: absent" % spec["path"])
+    try:
+        mode = int(spec["mode"], 8)
+    except ValueError:
+        module.fail_json(msg="mode %r of %s is not an octal mode: expected e.g. \"0644\""
+                             % (spec["mode"], spec["path"]))
+    content, cur_mode, uid, gid = file_state(spec["path"])
+    owner = (0, 0) if spec["owner_root"] else None
+    if content == spec["content"] and cur_mode == mode and (owner is None or (uid, gid) == owner):
+        return
+    changed.append(spec["path"])
+    if spec["secret"]:
+        before, after = (SECRET if content is not None else ""), SECRET
+    else:
+        before, after = content or "", spec["content"]
+    if cur_mode is not None and cur_mode != mode:
+        before, after = before + "(mode %04o)\n" % cur_mode, after + "(mode %04o)\n" % mode
+    diffs.append({"before_header": spec["path"], "after_header": spec["path"], "before": before, "after": after})
+    keep(module, spec, changed, kept_before)
+    if not module.check_mode:
+        try:
+            atomic_write(spec["path"], spec["content"], mode=mode, owner=owner)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (spec["path"], exc), changed_paths=changed)
+
+
+def put_back(module):
+    """kept: restore - every file as it was kept (when a keep_dir is given), then the keep dropped."""
+    changed, diffs = [], []
+    if module.params["keep_dir"]:
+        restore(module, changed, diffs)
+    dropped = drop_kept(module)
+    return dict(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped, kept_before=[],
+                diff=diffs)
+
+
+def converge(module):
+    """kept: keep or drop - the directories, then each file present or absent."""
+    p = module.params
+    changed, diffs = [], []
+    dropped = drop_kept(module) if p["kept"] == "drop" else False
+    kept_before = [spec["path"] for spec in p["files"]
+                   if p["keep_dir"] and p["kept"] == "keep" and has_kept_state(p["keep_dir"], spec["path"])]
+    for path in p["private_directories"]:
+        private_directory(module, path, changed, diffs)
+    for path in p["directories"]:
+        directory(module, path, changed, diffs)
+    for spec in p["files"]:
+        if spec["state"] == "absent":
+            remove_file(module, spec, changed, diffs, kept_before)
+        else:
+            present_file(module, spec, changed, diffs, kept_before)
+    return dict(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped,
+                kept_before=kept_before, diff=diffs)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            files=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True),
-                content=dict(type="str", no_log=False),
-                state=dict(type="str", choices=["present", "absent"], default="present"),
-                mode=dict(type="str", default="0644"),
-                owner_root=dict(type="bool", default=True),
-                secret=dict(type="bool", default=False),
-            )),
-            directories=dict(type="list", elements="path", default=[]),
-            private_directories=dict(type="list", elements="path", default=[]),
-            keep_dir=dict(type="path"),
-            kept=dict(type="str", choices=["keep", "restore", "drop"], default="keep"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     # a secret's content is masked wherever the result would show it (its invocation too)
     for spec in module.params["files"]:
         if spec["secret"] and spec["content"]:
             module.no_log_values.add(spec["content"])
-    changed, diffs = [], []
-    if module.params["kept"] == "restore":
-        if module.params["keep_dir"]:
-            restore(module, changed, diffs)
-        dropped = drop_kept(module)
-        module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped,
-                         kept_before=[], diff=diffs)
-    dropped = drop_kept(module) if module.params["kept"] == "drop" else False
-    kept_before = [spec["path"] for spec in module.params["files"]
-                   if module.params["keep_dir"] and module.params["kept"] == "keep"
-                   and has_kept_state(module.params["keep_dir"], spec["path"])]
-    for directory in module.params["private_directories"]:
-        private_directory(module, directory, changed, diffs)
-    for directory in module.params["directories"]:
-        if not os.path.isdir(directory):
-            changed.append(directory)
-            diffs.append({"before_header": directory, "after_header": directory,
-                          "before": "(absent)\n", "after": "(directory)\n"})
-            if not module.check_mode:
-                try:
-                    os.makedirs(directory, 0o755)
-                except OSError as exc:
-                    module.fail_json(msg="cannot create the directory %s: %s" % (directory, exc),
-                                     changed_paths=changed)
-    for spec in module.params["files"]:
-        if spec["state"] == "absent":
-            remove_file(module, spec, changed, diffs, kept_before)
-            continue
-        if spec["content"] is None:
-            module.fail_json(msg="files: %s has no content: give its content, or state: absent" % spec["path"])
-        try:
-            mode = int(spec["mode"], 8)
-        except ValueError:
-            module.fail_json(msg="mode %r of %s is not an octal mode: expected e.g. \"0644\""
-                                 % (spec["mode"], spec["path"]))
-        content, cur_mode, uid, gid = file_state(spec["path"])
-        owner = (0, 0) if spec["owner_root"] else None
-        if content == spec["content"] and cur_mode == mode and (owner is None or (uid, gid) == owner):
-            continue
-        changed.append(spec["path"])
-        if spec["secret"]:
-            before, after = (SECRET if content is not None else ""), SECRET
-        else:
-            before, after = content or "", spec["content"]
-        if cur_mode is not None and cur_mode != mode:
-            before, after = before + "(mode %04o)\n" % cur_mode, after + "(mode %04o)\n" % mode
-        diffs.append({"before_header": spec["path"], "after_header": spec["path"], "before": before,
-                      "after": after})
-        keep(module, spec, changed, kept_before)
-        if not module.check_mode:
-            try:
-                atomic_write(spec["path"], spec["content"], mode=mode, owner=owner)
-            except (IOError, OSError) as exc:
-                module.fail_json(msg="cannot write %s: %s" % (spec["path"], exc), changed_paths=changed)
-    module.exit_json(changed=bool(changed) or dropped, changed_paths=changed, kept_dropped=dropped,
-                     kept_before=kept_before, diff=diffs)
+    module.exit_json(**(put_back(module) if module.params["kept"] == "restore" else converge(module)))
 
 
 if __name__ == "__main__":

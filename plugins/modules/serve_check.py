@@ -181,7 +181,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils import _http as engine_http
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
-from ansible_collections.sparkops.inference.plugins.module_utils._http import connect_address, list_models
+from ansible_collections.sparkops.inference.plugins.module_utils._http import connect_address
+from ansible_collections.sparkops.inference.plugins.module_utils._serving import model_ids
 from ansible_collections.sparkops.inference.plugins.module_utils._record import model_summary
 from ansible_collections.sparkops.inference.plugins.module_utils._metrics import (
     MetricsParseError,
@@ -259,7 +260,7 @@ def look_at_metrics(base, interval):
 
 def models_answer(code, text, models, api_key_file):
     """Why /v1/models listed no model, as status.yml says it (None when it listed one).
-    `models` is list_models(code, text): the answer is parsed once."""
+    `models` is model_ids(code, text): the answer is parsed once."""
     if code is None:
         return "no answer (%s)" % text
     if code in (401, 403):
@@ -282,7 +283,7 @@ def phase_status(module, base, doc):
     if doc and doc["State"].get("Running"):
         res["health"] = http("GET", base + "/health", timeout=3)[0]
         code, text = http("GET", base + "/v1/models", timeout=3)
-        res["models"] = list_models(code, text)
+        res["models"] = model_ids(code, text)
         res["models_answer"] = models_answer(code, text, res["models"], module.params["api_key_file"])
         res["metrics"] = look_at_metrics(base, module.params["metrics_interval"])
     module.exit_json(**res)
@@ -393,13 +394,11 @@ def wait_served(module, docker, base):
                                      "; Docker restarted it %d time(s)" % count if count > restarts else "",
                                      logs(docker, p)),
                              endpoint=base)
-        models, last = engine_http.models_now(base, headers=HEADERS, secrets=SECRETS)
-        if models is not None:
-            if p["served_model_name"] and p["served_model_name"] not in models:
-                module.fail_json(msg="the engine serves %s, not %s (served model name mismatch): set "
-                                     "model_server_served_name to what the engine is started with"
-                                 % (", ".join(models) or "no model", p["served_model_name"]),
-                                 endpoint=base, models=models)
+        dummy, step, models, last = engine_http.look(base, p["served_model_name"], headers=HEADERS, secrets=SECRETS)
+        if step == "name":  # it answers with another model: waiting longer would not mend that
+            module.fail_json(msg=last + " (served model name mismatch): set model_server_served_name to what "
+                                        "the engine is started with", endpoint=base, models=models)
+        if last is None:
             return state, models
         if time.time() > deadline:
             module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"

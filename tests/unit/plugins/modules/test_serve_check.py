@@ -102,7 +102,7 @@ def test_the_api_key_from_its_file_is_sent_and_never_quoted(auth_server, tmp_pat
     module = FakeModule()
     serve_check.load_api_key(module, str(key_file))
     assert module.no_log_values == {AuthHandler.key}  # Ansible masks it in any result too
-    assert serve_check.list_models(*serve_check.http("GET", auth_server + "/v1/models")) == ["m"]
+    assert serve_check.model_ids(*serve_check.http("GET", auth_server + "/v1/models")) == ["m"]
     echoed = '{"error": "Unauthorized", "got": "Bearer %s"}' % AuthHandler.key
     assert AuthHandler.key not in serve_check.quoted(echoed) and "(secret)" in serve_check.quoted(echoed)
 
@@ -239,7 +239,7 @@ def test_status_says_why_the_engine_lists_no_model(auth_server, tmp_path):
     key_file = tmp_path / "engine-api-key"
 
     def answer(code, text, api_key_file):  # as phase_status calls it: the list parsed from the same answer
-        return serve_check.models_answer(code, text, serve_check.list_models(code, text), api_key_file)
+        return serve_check.models_answer(code, text, serve_check.model_ids(code, text), api_key_file)
 
     code, text = serve_check.http("GET", auth_server + "/v1/models")
     assert answer(code, text, str(key_file)) == (
