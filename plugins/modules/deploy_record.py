@@ -104,7 +104,7 @@ options:
         O(sparkops.inference.gpu_memory#module:state=freed)) would stop here, with its options;
         anything it would stop is a difference. Left out, not asked.
     type: dict
-    version_added: 0.4.0
+    version_added: 0.3.0
     suboptions:
       containers:
         description: Containers the phase stops by name.
@@ -139,7 +139,7 @@ options:
         here for one short completion (C(/health), C(/v1/models) listing O(serve.served_model_name),
         then C(/v1/completions)); no answer is a difference. One look, no waiting. Left out, not asked.
     type: dict
-    version_added: 0.4.0
+    version_added: 0.3.0
     suboptions:
       address:
         description: Where the engine listens (V(0.0.0.0) is asked on loopback).
@@ -227,7 +227,7 @@ launch:
   returned: when O(mode=compare) found a record
   type: str
   sample: "vllm 0.17.0 without Ray from 10.77.0.5:5000/sparkops/lab-vllm:0.17.0-noray: engine ranks on spark1, spark2"
-  version_added: 0.4.0
+  version_added: 0.3.0
 record:
   description: The record as written (O(mode=record)) or as read (O(mode=compare)).
   returned: always
@@ -237,18 +237,18 @@ holders:
   returned: when O(memory) was asked
   type: list
   elements: dict
-  version_added: 0.4.0
+  version_added: 0.3.0
 endpoint:
   description: With O(serve), the engine's API as asked.
   returned: when O(serve) was asked
   type: str
   sample: http://127.0.0.1:8000/v1
-  version_added: 0.4.0
+  version_added: 0.3.0
 completion:
   description: With O(serve), the text of the completion (null when none came back).
   returned: when O(serve) was asked
   type: str
-  version_added: 0.4.0
+  version_added: 0.3.0
 """
 
 import json

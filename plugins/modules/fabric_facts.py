@@ -86,7 +86,7 @@ options:
         every other host like a peer (a refusal counts as reachable - nothing listens before the engine starts).
       - Left out, not checked.
     type: int
-    version_added: 0.4.0
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""

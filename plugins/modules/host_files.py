@@ -86,7 +86,7 @@ options:
         call kept there stays (see O(kept)) - that call did not finish (a deploy killed before its new
         engine served), and its kept states are what the engine of before was started with.
     type: path
-    version_added: 0.4.0
+    version_added: 0.3.0
   kept:
     description:
       - What to do with O(keep_dir).
@@ -99,7 +99,7 @@ options:
     type: str
     choices: [keep, restore, drop]
     default: keep
-    version_added: 0.4.0
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
@@ -124,7 +124,7 @@ kept_dropped:
   description: Whether O(keep_dir) held kept states that were (or would be) dropped (O(kept=restore), O(kept=drop)).
   returned: always
   type: bool
-  version_added: 0.4.0
+  version_added: 0.3.0
 kept_before:
   description:
     - The files of O(files) whose state O(keep_dir) held before this call - an earlier call kept them
@@ -134,7 +134,7 @@ kept_before:
   returned: always
   type: list
   elements: str
-  version_added: 0.4.0
+  version_added: 0.3.0
 """
 
 import os

@@ -85,7 +85,7 @@ options:
         (the role's default applies).
     type: dict
     default: {}
-    version_added: 0.4.0
+    version_added: 0.3.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
   - sparkops.inference.attributes.read_only

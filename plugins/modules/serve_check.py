@@ -83,12 +83,12 @@ options:
       - With O(phase=precheck), the model directory to describe in RV(model) - whether it is there,
         the number and size of its files and a manifest digest over their names and sizes.
     type: path
-    version_added: 0.4.0
+    version_added: 0.3.0
   model_checksum:
     description: With O(model_path), include each file's SHA-256 in the manifest (reads every byte, 8 files at a time).
     type: bool
     default: false
-    version_added: 0.4.0
+    version_added: 0.3.0
   metrics_interval:
     description:
       - Seconds between the two looks at C(/metrics) that give the generation tokens per second
@@ -140,7 +140,7 @@ model:
       O(model_checksum); null when the directory is missing).
   returned: when O(phase=precheck) and O(model_path) is set
   type: dict
-  version_added: 0.4.0
+  version_added: 0.3.0
   sample: {path: /models/qwen, exists: true, files: 42, size_bytes: 127000000000, manifest: 3f1c...}
 health:
   description: HTTP status of C(/health), null when it did not answer (phase status).
@@ -162,7 +162,7 @@ models_answer:
       (it was started with another one). Null when it listed a model or the engine does not run.
   returned: when O(phase=status)
   type: str
-  version_added: 0.4.0
+  version_added: 0.3.0
   sample: "HTTP 401 - the engine refuses the API key in /etc/sparkops/secrets/engine-api-key ..."
 completion:
   description: Text of the smoke-test completion.
