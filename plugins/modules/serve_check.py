@@ -100,6 +100,31 @@ options:
     description: Container log lines shown when the engine fails.
     type: int
     default: 30
+  progress_interval:
+    description:
+      - With O(phase=ready), a line at the default verbosity every this many seconds while the
+        engine does not serve yet - how long it has waited, what the engine answered and its last log
+        line (a real model loads for many minutes; a silent task looks like a hang). V(0) waits
+        silently, in one call.
+      - The collection's action plugin of the same name prints the lines; each call of the module
+        waits at most this long and returns RV(waiting) rather than failing while O(timeout) has not
+        passed.
+    type: int
+    default: 0
+    version_added: 0.4.0
+  waited:
+    description:
+      - Seconds earlier calls of the same wait have already spent (set by the action plugin between
+        its calls); the wait ends O(timeout) seconds after the first call began.
+    type: float
+    default: 0
+    version_added: 0.4.0
+  restart_count:
+    description:
+      - The container's restart count when the wait began (set by the action plugin between its
+        calls, so that a restart by Docker between two calls is still an exit). Unset - this call's first look.
+    type: int
+    version_added: 0.4.0
 attributes:
   check_mode:
     support: full
@@ -172,6 +197,35 @@ endpoint:
   description: Base URL of the OpenAI-compatible API.
   returned: always
   type: str
+waiting:
+  description:
+    - True when O(progress_interval) passed and the engine does not serve yet, with O(timeout) not
+      reached - the action plugin prints RV(last) and RV(log) and calls again with RV(waited) and RV(restart_count).
+  returned: when O(phase=ready) and O(progress_interval) is set
+  type: bool
+  version_added: 0.4.0
+last:
+  description: What the engine answered at the last look, in words (with RV(waiting)).
+  returned: when RV(waiting) is true
+  type: str
+  version_added: 0.4.0
+  sample: "/health answered 503: \"loading\""
+log:
+  description: The engine container's last log line, without its API key (with RV(waiting)).
+  returned: when RV(waiting) is true
+  type: str
+  version_added: 0.4.0
+  sample: "Loading safetensors checkpoint shards:  45% Completed | 18/40"
+waited:
+  description: Seconds this wait has taken so far, over every call (with RV(waiting)).
+  returned: when RV(waiting) is true
+  type: float
+  version_added: 0.4.0
+restart_count:
+  description: The container's restart count when the wait began (with RV(waiting)).
+  returned: when RV(waiting) is true
+  type: int
+  version_added: 0.4.0
 """
 
 import datetime
@@ -372,13 +426,22 @@ def logs(docker, p):
     return scrub("\n".join(docker.logs(p["container"], p["log_lines"])), SECRETS)
 
 
+def last_log_line(docker, p):
+    """The engine's last log line that says something, without its API key ('' when it has printed none)."""
+    lines = [line for line in logs(docker, dict(p, log_lines=5)).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
 def wait_served(module, docker, base):
     """Poll until /health is 200 and /v1/models lists the served name; the container document
     when it is ready. Fails when the engine exits or the timeout passes, with its last logs."""
     p = module.params
     host = socket.gethostname()
-    deadline = time.time() + p["timeout"]
-    restarts = None
+    began = time.time()
+    deadline = began + max(0, p["timeout"] - p["waited"])
+    # with progress_interval this call hands back at the interval's end (the action plugin prints a line)
+    hand_back = began + p["progress_interval"] if p["progress_interval"] > 0 else None
+    restarts = p["restart_count"]
     while True:
         doc = docker.container(p["container"])
         state = (doc or {}).get("State") or {}
@@ -404,6 +467,9 @@ def wait_served(module, docker, base):
             module.fail_json(msg="the engine did not serve within %d s on %s (%s). Its last log lines:\n%s"
                              % (p["timeout"], host, last, logs(docker, p)),
                              endpoint=base)
+        if hand_back is not None and time.time() > hand_back:
+            module.exit_json(changed=False, waiting=True, endpoint=base, last=last, log=last_log_line(docker, p),
+                             waited=round(p["waited"] + time.time() - began, 1), restart_count=restarts)
         time.sleep(0.5)
 
 
@@ -457,6 +523,9 @@ def main():
             model_path=dict(type="path"),
             model_checksum=dict(type="bool", default=False),
             docker_cli=dict(type="str", default="docker"),
+            progress_interval=dict(type="int", default=0),
+            waited=dict(type="float", default=0),
+            restart_count=dict(type="int"),
         ),
         supports_check_mode=True,
     )

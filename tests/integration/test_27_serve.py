@@ -218,16 +218,23 @@ def test_served_name_mismatch_is_named(served):
 
 @pytest.mark.fault(
     fault='the new engine does not serve in time',
-    inject='an engine that prints a line and sleeps, model_server_ready_timeout 5',
-    message="'the engine did not serve within 5 s on spark1' with the engine's last log lines",
+    inject='an engine that prints a line and sleeps, model_server_ready_timeout 5 (a line every 2 s meanwhile)',
+    message="'waiting for the engine at http://10.77.0.11:8000 to serve qwen3.5-lab (2 s of 5 s): ... its last log "
+            "line: loading weights, slowly' while it waits, then 'the engine did not serve within 5 s on spark1' "
+            "with the engine's last log lines",
     left='the engine that served before, serving again')
 def test_readiness_timeout_shows_the_engine_log(served):
+    """A wait says, every model_server_progress_interval seconds at the default verbosity, how long
+    it has waited and what the engine last said (a real model loads for minutes); then it fails."""
     res = engine_phase("-e", json.dumps({
         "model_server_executable": ["python3", "-c", "print('loading weights, slowly', flush=True); "
                                     "import time; time.sleep(600)"],
-        "model_server_ready_timeout": 5}))
+        "model_server_ready_timeout": 5, "model_server_progress_interval": 2}))
     assert res.returncode != 0
     out = flat(res.out)
+    waits = re.findall(r"spark1: waiting for the engine at http://10\.77\.0\.11:8000 to serve qwen3\.5-lab "
+                       r"\((\d+) s of 5 s\): /health answered [^;]+; its last log line: loading weights, slowly", out)
+    assert len(waits) >= 1 and all(2 <= int(w) < 5 for w in waits), out[-3000:]
     assert "the engine did not serve within 5 s on spark1" in out
     assert "loading weights, slowly" in out
     assert still_serves()

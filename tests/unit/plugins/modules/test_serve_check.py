@@ -142,14 +142,22 @@ class Failed(Exception):
     pass
 
 
+class Exited(Exception):
+    """exit_json: the module's result."""
+
+
 class StartingModule(FakeModule):
     def __init__(self, **params):
         FakeModule.__init__(self)
         self.params = dict({"container": "sparkops-model-server", "timeout": 30, "log_lines": 5,
-                            "served_model_name": "m"}, **params)
+                            "served_model_name": "m", "progress_interval": 0, "waited": 0,
+                            "restart_count": None}, **params)
 
     def fail_json(self, msg, **kwargs):
         raise Failed(msg)
+
+    def exit_json(self, **kwargs):
+        raise Exited(kwargs)
 
 
 class RestartingEngine(object):
@@ -177,6 +185,45 @@ def test_an_engine_docker_restarts_is_named_with_its_exit_code_and_restarts(monk
     msg = str(err.value)
     assert msg.startswith("the engine exited during start (container sparkops-model-server, exit code 7) on ")
     assert "; Docker restarted it 4 time(s). Its last log lines:\nCUDA out of memory (pretend)" in msg
+
+
+class LoadingEngine(object):
+    """An engine that runs and prints, and has not opened its port yet (a model loading)."""
+
+    def __init__(self, count=0):
+        self.count = count
+
+    def container(self, name):
+        return {"State": {"Running": True, "Restarting": False, "ExitCode": 0}, "RestartCount": self.count}
+
+    def logs(self, name, lines):
+        return ["INFO starting", "Loading safetensors checkpoint shards:  45% Completed | 18/40", ""][-lines:]
+
+
+def test_a_wait_with_progress_hands_back_where_it_stands_until_the_timeout(monkeypatch):
+    """With progress_interval, a call returns 'waiting' at the interval's end - the seconds over
+    every call, what answered, the last log line, the restart count it began with - and the call
+    that reaches the timeout fails with the whole timeout's message."""
+    monkeypatch.setattr(serve_check, "SECRETS", [])
+    monkeypatch.setattr(serve_check.time, "sleep", lambda s: None)
+    clock = iter(range(1000, 2000))
+    monkeypatch.setattr(serve_check.time, "time", lambda: float(next(clock)))
+    with pytest.raises(Exited) as res:
+        serve_check.wait_served(StartingModule(progress_interval=3, waited=10), LoadingEngine(2), "http://127.0.0.1:9")
+    out = res.value.args[0]
+    assert out["waiting"] is True and out["restart_count"] == 2 and 13 <= out["waited"] <= 16, out
+    assert out["last"].startswith("/health answered ") and out["endpoint"] == "http://127.0.0.1:9"
+    assert out["log"] == "Loading safetensors checkpoint shards:  45% Completed | 18/40"
+    # the next call, where the wait stood: 30 s in all have passed before its interval ends
+    with pytest.raises(Failed) as err:
+        serve_check.wait_served(StartingModule(progress_interval=30, waited=28, restart_count=2), LoadingEngine(2),
+                                "http://127.0.0.1:9")
+    assert str(err.value).startswith("the engine did not serve within 30 s on ")
+    # Docker restarted the engine between two calls: an exit, named at once
+    with pytest.raises(Failed) as err:
+        serve_check.wait_served(StartingModule(progress_interval=3, waited=6, restart_count=2), LoadingEngine(3),
+                                "http://127.0.0.1:9")
+    assert "; Docker restarted it 3 time(s)" in str(err.value)
 
 
 class MetricsHandler(BaseHTTPRequestHandler):
