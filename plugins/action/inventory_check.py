@@ -15,6 +15,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._inventory impo
     check_inventory,
     outside_cluster,
     format_problems,
+    shared_facts,
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._secrets import leaks, sources
 
@@ -56,6 +57,10 @@ class ActionModule(ControllerAction):
         if args["play_hosts"] is not None:
             problems += outside_cluster(args["play_hosts"], [plan["head"]] + plan["workers"], args["head_group"],
                                         args["worker_group"])
+            # each host's own name, as its facts and its variables hold it (the preflight role sets it)
+            problems += shared_facts(dict((host, {
+                "facts": (hostvars[host].get("ansible_facts") or {}).get("sparkops_fact_owner"),
+                "variables": hostvars[host].get("sparkops_fact_owner")}) for host in args["play_hosts"]))
         problems = problems + leaks(args["secret_places"]) + bad_waits(args["waits"])
         for src in args["secret_sources"]:
             path = os.path.expanduser(str(src.get("file") or ""))

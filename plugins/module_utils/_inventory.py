@@ -48,6 +48,29 @@ def outside_cluster(play_hosts, cluster_hosts, head_group, worker_group):
                "it" if len(stray) == 1 else "them")]
 
 
+def shared_facts(owners):
+    """Problems when hosts of the play share one set of facts. Each host set sparkops_fact_owner
+    to its own name, in its facts and its variables (a cacheable set_fact); a host that reads
+    another's name there shares that host's facts. ansible-core 2.21 does this to the hosts of a
+    run_once task that ran before they had facts of their own: it hands them one dict, and every
+    fact set later on one of them lands on all (ansible/ansible#87415 reports the symptom).
+    `owners` is {host: {"facts": name or None, "variables": name or None}}; None: not set."""
+    wrong = []
+    for host in sorted(owners):
+        for where in ("facts", "variables"):
+            seen = owners[host].get(where)
+            if seen is not None and seen != host:
+                wrong.append("%s reads %s's (sparkops_fact_owner in its %s)" % (host, seen, where))
+    if not wrong:
+        return []
+    return ["the hosts of this play share one set of facts: %s. ansible-core 2.21 does this to the hosts "
+            "of a run_once task that ran before they had facts of their own, and every phase would then "
+            "read another host's addresses and GPUs. Run the collection's playbooks (their first play gives "
+            "each host facts of its own), or start your play with a task that sets a cacheable fact on "
+            "every host (ansible.builtin.set_fact with cacheable: true, not run_once) before its first "
+            "run_once task" % "; ".join(wrong)]
+
+
 def check_inventory(groups, hostvars, head_group="llm_head", worker_group="llm_workers",
                     head_host=None, worker_hosts=None, model_path=None, candidates=None,
                     fabric_subnet=None, require_model=True, require_candidates=True):

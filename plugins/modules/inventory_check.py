@@ -59,6 +59,10 @@ options:
     description:
       - The hosts the play runs on (C(ansible_play_hosts_all)); each one that is neither the head
         nor a worker is a problem (every phase would make it a worker). Not given, not checked.
+      - Each of them whose C(sparkops_fact_owner) - in its facts or its variables - names another host
+        is a problem too - the hosts share one set of facts (ansible-core 2.21 does this to the hosts of
+        a C(run_once) task that ran before they had facts of their own). The preflight role sets it,
+        on every host, just before this check.
     type: list
     elements: str
   secret_places:

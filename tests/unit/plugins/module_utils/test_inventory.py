@@ -10,6 +10,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._inventory impo
     check_inventory,
     outside_cluster,
     format_problems,
+    shared_facts,
 )
 
 GOOD_VARS = {"spark1": {"fabric_address": "192.168.100.10"},
@@ -136,3 +137,17 @@ def test_a_wait_that_is_not_whole_seconds_0_or_more_is_named():
         "set it to how long to wait, or drop it for its default",
         "model_server_restore_timeout is -5: expected whole seconds, 0 or more (0 looks once and does not wait) - "
         "set it to how long to wait, or drop it for its default"]
+
+
+def test_hosts_that_share_one_set_of_facts_are_named_with_what_to_do():
+    """Each host set its own name in its facts and its variables: reading another's there means
+    the play's hosts share one dict of facts (ansible-core 2.21 after an early run_once task)."""
+    assert shared_facts({"spark1": {"facts": "spark1", "variables": "spark1"},
+                         "spark2": {"facts": "spark2", "variables": "spark2"}}) == []
+    assert shared_facts({"spark1": {"facts": None, "variables": None}}) == []  # not set: not checked
+    problems = shared_facts({"spark1": {"facts": "spark2", "variables": "spark1"},
+                             "spark2": {"facts": "spark2", "variables": "spark2"}})
+    assert len(problems) == 1
+    assert problems[0].startswith("the hosts of this play share one set of facts: spark1 reads spark2's "
+                                  "(sparkops_fact_owner in its facts). ansible-core 2.21 does this")
+    assert "ansible.builtin.set_fact with cacheable: true, not run_once" in problems[0]

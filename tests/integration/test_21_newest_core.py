@@ -1,0 +1,115 @@
+"""The deploy on the newest ansible-core the README names as tested (tests/controller-matrix.txt's
+`newest` line, on its own Python), not only its unit tests and sanity: ansible-core 2.21 hands the
+hosts of a run_once task that have no facts yet one dict of facts to share - its strategy no longer
+copies them per host - and every fact one host learns later lands on all. A deploy then wrote the
+worker's fabric address into the head's env file, and Ray never formed (found 2026-12-06).
+
+The collection's playbooks give each host facts of its own first (playbooks/targets.yml); a play of
+the user's own that runs a run_once task first is stopped by preflight, naming the hosts, before
+anything changes."""
+import glob
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, LAB_HOSTS, ROOT, flat, old_model_only, run, ssh, still_serves
+
+SPARK1, SPARK2 = LAB_HOSTS
+OURS = ("sparkops-ray-head", "sparkops-ray-worker", "sparkops-model-server")
+
+
+def matrix_line(name):
+    """(ansible-core, python) of a line of tests/controller-matrix.txt."""
+    with open(os.path.join(ROOT, "tests", "controller-matrix.txt")) as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == name:
+                return parts[1], parts[2]
+    raise AssertionError("tests/controller-matrix.txt has no line %r" % name)
+
+
+def find_python(version):
+    """python<version> that can make a virtualenv: on PATH, else pyenv's (as tests/controller-matrix.sh looks)."""
+    candidates = ["python%s" % version] + sorted(glob.glob(os.path.expanduser(
+        "~/.pyenv/versions/%s*/bin/python%s" % (version, version))))
+    for python in candidates:
+        try:
+            if subprocess.run([python, "-c", "import venv, ensurepip"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=False).returncode == 0:
+                return python
+        except OSError:
+            continue
+    return None
+
+
+@pytest.fixture(scope="module")
+def newest():
+    """ansible-playbook of the matrix's newest ansible-core in a virtualenv of its own (kept under
+    build/lab-core/; not the matrix's own, which the static checks may be building meanwhile).
+    community.docker comes from the suite's virtualenv (the `ansible` package there carries it)."""
+    core, py = matrix_line("newest")
+    venv = os.path.join(ROOT, "build", "lab-core", "newest")
+    marker = os.path.join(venv, ".installed")
+    if not os.path.exists(marker) or open(marker).read() != core:
+        python = find_python(py)
+        assert python, "Python %s (tests/controller-matrix.txt's newest line) is not on this machine" % py
+        res = run([python, "-m", "venv", "--clear", venv])
+        assert res.returncode == 0, res.out
+        res = run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check",
+                   "ansible-core==%s" % core], timeout=600)
+        assert res.returncode == 0, res.out[-2000:]
+        with open(marker, "w") as f:
+            f.write(core)
+    site = subprocess.run([os.path.join(BIN, "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    collections = os.pathsep.join([os.path.join(ROOT, ".collections"), site])
+
+    def playbook(*args):
+        return run([os.path.join(venv, "bin", "ansible-playbook")] + list(args),
+                   env={"ANSIBLE_COLLECTIONS_PATH": collections})
+    version = playbook("--version").out
+    assert "[core %s]" % core in version, version
+    return playbook
+
+
+def env_address(ip):
+    env = ssh(ip, "cat /etc/sparkops/fabric.env").out
+    return dict(line.split("=", 1) for line in env.splitlines() if "=" in line).get("RAY_NODE_IP_ADDRESS")
+
+
+def test_the_newest_ansible_core_deploys_every_host_with_its_own_facts(lab, newest):
+    old_model_only()
+    res = newest("deploy.yml", "-i", "inventories/lab")
+    assert res.returncode == 0, res.out[-3000:]
+    assert "sparkops deploy: SERVED" in res.out, res.out[-3000:]
+    # each host's env file has its own fabric address (2.21 without the fix: the other host's, on both)
+    assert (env_address(SPARK1), env_address(SPARK2)) == ("192.168.77.11", "192.168.77.12")
+    out = flat(res.out)
+    assert "spark1: enp1s0f1np1 192.168.77.11/24" in out and "spark2: enp1s0f1np1 192.168.77.12/24" in out
+    assert still_serves()
+
+
+@pytest.mark.fault(
+    fault="a play of the user's own runs a run_once task before the deploy role (ansible-core 2.21)",
+    inject="a play on the lab's cluster hosts: a debug task with run_once, then the role sparkops.inference.deploy",
+    message="'the hosts of this play share one set of facts: spark1 reads spark2's (sparkops_fact_owner in its "
+            "facts)... start your play with a task that sets a cacheable fact on every host'",
+    left="what served before, untouched: nothing stopped, no container of ours replaced")
+def test_a_play_whose_hosts_share_one_set_of_facts_is_stopped_in_preflight(lab, newest, tmp_path):
+    ids = dict((ip, ssh(ip, "docker ps -q --no-trunc | sort").out) for ip in LAB_HOSTS)
+    play = tmp_path / "site.yml"
+    play.write_text("- name: A play of the user's own\n  hosts: llm_cluster\n  gather_facts: false\n  tasks:\n"
+                    "    - name: Something once, first\n      ansible.builtin.debug:\n        msg: hello\n"
+                    "      run_once: true\n"
+                    "    - name: The deploy\n      ansible.builtin.import_role:\n        name: sparkops.inference.deploy\n")
+    res = newest(str(play), "-i", "inventories/lab")
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the hosts of this play share one set of facts: " in out, out[-3000:]
+    assert "reads spark" in out and "(sparkops_fact_owner in its facts)" in out
+    assert "ansible.builtin.set_fact with cacheable: true, not run_once" in out
+    assert "TASK [sparkops.inference.sparkops : Take the cluster's lock" not in res.out
+    for ip in LAB_HOSTS:  # nothing stopped, nothing replaced
+        assert ssh(ip, "docker ps -q --no-trunc | sort").out == ids[ip], ip
+    assert still_serves()
