@@ -29,7 +29,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._text import tr
 # what each host's variables give the decision and the message (the filters read only these)
 HOST_KEYS = ("rollback_record", "rollback_previous", "ray_cluster_started", "model_server_started",
              "ansible_failed_task", "ansible_failed_result", "rollback_secrets", "ray_cluster_files",
-             "ansible_facts", "model_server_restored")
+             "ansible_facts", "model_server_restored", "rollback_removed")
 
 
 def changed(result):
@@ -69,16 +69,20 @@ def decide(hosts, engine, restore_on_failure, after_stop):
     reached gpu_memory. Returns rolled_back (roll back at all), kept (to the generation that
     served before, else to the recorded services), untouched (an engine this run did not touch
     still runs: left alone), interrupted (what the records list was stopped by an earlier,
-    interrupted deploy) and failure (the failed task, hosts and message)."""
+    interrupted deploy), removed (nothing to roll back to, and this run started an engine or Ray
+    containers of its own: the role removes them, so that an engine that never served does not keep
+    restarting beside what runs) and failure (the failed task, hosts and message)."""
     listed = [s for dummy, v in hosts for s in _dict(v.get("rollback_record")).get("down") or []]
     kept = any(_dict(v.get("rollback_previous")).get("steps") for dummy, v in hosts)
     engine_runs = bool(_dict(_dict(engine).get("container")).get("running"))
     touched = kept or any(changed(v.get("ray_cluster_started")) or changed(v.get("model_server_started"))
                           for dummy, v in hosts)
     untouched = engine_runs and not touched
+    rolled_back = bool(restore_on_failure) and (kept or bool(listed)) and not untouched
     return {
-        "rolled_back": bool(restore_on_failure) and (kept or bool(listed)) and not untouched,
+        "rolled_back": rolled_back,
         "kept": kept,
+        "removed": bool(restore_on_failure) and touched and not kept and not rolled_back,
         "untouched": untouched,
         "interrupted": not after_stop and bool(listed) and not engine_runs,
         "failure": failure(hosts),
@@ -118,6 +122,12 @@ def message(hosts, decision, head, restore_on_failure, could_touch, ray_token_fi
                    if decision["interrupted"] else ""))
     elif decision["untouched"] and could_touch:
         done = "Nothing was rolled back: the engine that served before this run is untouched and still serves."
+    elif decision.get("removed"):
+        gone = ["%s on %s" % (item.get("item"), name) for name, v in hosts
+                for item in _dict(v.get("rollback_removed")).get("results") or [] if changed(item)]
+        done = ("Nothing was rolled back: this run stopped no service, and nothing of ours served before it. What it "
+                "started was removed (%s), so that nothing of it keeps restarting beside what runs."
+                % (", ".join(gone) or "nothing was left"))
     elif restore_on_failure:
         done = "Nothing was rolled back: this run stopped no service."
     else:

@@ -65,6 +65,30 @@ def test_memory_still_short_after_the_stop_rolls_back(old_model_only):
         assert recorded(ip) == []  # restored: the record was put aside
 
 
+@pytest.mark.fault(
+    fault="the engine fails where nothing of ours served (the engine phase alone, beside the old model)",
+    inject="deploy.yml --tags model_server with an engine that exits 7, on the lab with only the old model running",
+    message="'the engine exited during start ... exit code 7) on spark1'; 'Nothing was rolled back: this run stopped "
+            "no service, and nothing of ours served before it. What it started was removed (sparkops-ray-head on "
+            "spark1, sparkops-model-server on spark1, sparkops-ray-worker on spark2)'",
+    left="the old model running on both hosts as before (never stopped); no container of ours, not even stopped - "
+         "no engine left restarting beside it")
+def test_an_engine_that_fails_where_nothing_of_ours_served_leaves_nothing_of_ours(old_model_only):
+    before = dict((ip, ssh(ip, "docker ps -q --no-trunc | sort").out) for ip in HOSTS)
+    res = engine_phase("-e", json.dumps({
+        "model_server_executable": ["python3", "-c", "import sys; print('CUDA out of memory (pretend)'); sys.exit(7)"]}))
+    assert res.returncode != 0
+    out = flat(res.out)
+    assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out, out[-3000:]
+    assert ("Nothing was rolled back: this run stopped no service, and nothing of ours served before it. What it "
+            "started was removed (sparkops-ray-head on spark1, sparkops-model-server on spark1, sparkops-ray-worker "
+            "on spark2), so that nothing of it keeps restarting beside what runs.") in out, out[-3000:]
+    for ip in HOSTS:
+        names = ssh(ip, "docker ps -a --format '{{.Names}}'").out.split()
+        assert not set(names) & OURS, (ip, names)
+        assert ssh(ip, "docker ps -q --no-trunc | sort").out == before[ip], ip  # the old model, never stopped
+
+
 def kill_deploy(extra=(), when=None, banner=None, what=""):
     """Start a deploy and SIGKILL it (its whole process group) as soon as when() holds (looked at
     every 0.3 s) or the play prints the TASK banner that starts with `banner` (the task before it

@@ -43,8 +43,8 @@ def test_memory_still_short_after_the_stop_restores_the_recorded_services_in_the
     hostvars = {"spark1": dict(record("old-vllm", "embeddings-embed-1"), **failed("Stop what holds GPU memory", wait)),
                 "spark2": dict(record("old-vllm", "embeddings-embed-1"), **failed("Stop what holds GPU memory", wait))}
     decision = rollback_decision(HOSTS, hostvars, engine=GONE, after_stop=True)
-    assert decision == {"rolled_back": True, "kept": False, "untouched": False, "interrupted": False,
-                        "failure": "Stop what holds GPU memory on spark1, spark2: " + wait}
+    assert decision == {"rolled_back": True, "kept": False, "removed": False, "untouched": False,
+                        "interrupted": False, "failure": "Stop what holds GPU memory on spark1, spark2: " + wait}
     for name in HOSTS:  # what the restore task left
         hostvars[name].update(restored("embeddings-embed-1", "old-vllm"))
     assert rollback_message(HOSTS, hostvars, decision=decision, head="spark1", **DIRS) == (
@@ -64,6 +64,29 @@ def test_a_failure_before_the_stop_on_a_serving_cluster_leaves_it_alone():
     # the same, once a phase began that could have replaced it
     assert run(hostvars, RUNS, could_touch=True)[1].endswith(
         "Nothing was rolled back: the engine that served before this run is untouched and still serves.")
+
+
+def test_an_engine_that_fails_where_nothing_of_ours_served_is_removed_with_what_this_run_started():
+    """Nothing stopped, nothing kept (the engine phase alone from the old model, or a first deploy
+    on hosts that run nothing): what this run started goes, and the message names it."""
+    exited = "the engine exited during start (container sparkops-model-server, exit code 7) on spark1"
+    hostvars = {"spark1": dict(record(), ray_cluster_started={"changed": True}, model_server_started={"changed": True},
+                               **failed("Wait until the model is served", exited)),
+                "spark2": dict(record(), ray_cluster_started={"changed": True})}
+    decision = rollback_decision(HOSTS, hostvars, engine=RUNS, after_stop=False)
+    assert decision["removed"] and not decision["rolled_back"] and not decision["untouched"]
+    hostvars["spark1"]["rollback_removed"] = {"changed": True, "results": [
+        {"item": "sparkops-ray-head", "changed": True}, {"item": "sparkops-model-server", "changed": True}]}
+    hostvars["spark2"]["rollback_removed"] = {"changed": True, "results": [{"item": "sparkops-ray-worker", "changed": True}]}
+    text = rollback_message(HOSTS, hostvars, decision=decision, head="spark1", **DIRS)
+    assert text.endswith("Nothing was rolled back: this run stopped no service, and nothing of ours served before it. "
+                         "What it started was removed (sparkops-ray-head on spark1, sparkops-model-server on spark1, "
+                         "sparkops-ray-worker on spark2), so that nothing of it keeps restarting beside what runs.")
+    # with restore off, nothing is touched: the failed containers stay to be looked at
+    assert not rollback_decision(HOSTS, hostvars, engine=RUNS, restore_on_failure=False, after_stop=False)["removed"]
+    # a run that started nothing removes nothing
+    quiet = {"spark1": failed("Select", "No candidate image can serve"), "spark2": {}}
+    assert not rollback_decision(HOSTS, quiet, engine=GONE, after_stop=False)["removed"]
 
 
 def test_services_an_interrupted_deploy_stopped_come_back_and_the_message_says_who_stopped_them():
