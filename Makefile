@@ -53,6 +53,7 @@ test: setup  ## every test; ends with pytest's summary line
 	$(PYTHON) lab/sparklab.py down --purge
 	rm -rf /var/lib/sparkops-lab.$(LANE)
 	$(PYTHON) lab/sparklab.py images
+	$(PYTHON) tests/lab_core.py
 	SPARKOPS_TIMINGS=$(CURDIR)/tests/output/timings.json PYTHONPATH=$(CURDIR)/tests \
 	    $(BIN)/pytest -p no:cacheprovider -p suite_timing -ra $(LANES) tests/unit tests/integration
 

@@ -7,66 +7,29 @@ worker's fabric address into the head's env file, and Ray never formed (found 20
 The collection's playbooks give each host facts of its own first (playbooks/targets.yml); a play of
 the user's own that runs a run_once task first is stopped by preflight, naming the hosts, before
 anything changes."""
-import glob
 import os
 import subprocess
 
 import pytest
 
+import lab_core
 from conftest import BIN, LAB_HOSTS, ROOT, flat, old_model_only, run, ssh, still_serves
 
 SPARK1, SPARK2 = LAB_HOSTS
-OURS = ("sparkops-ray-head", "sparkops-ray-worker", "sparkops-model-server")
-
-
-def matrix_line(name):
-    """(ansible-core, python) of a line of tests/controller-matrix.txt."""
-    with open(os.path.join(ROOT, "tests", "controller-matrix.txt")) as f:
-        for line in f:
-            parts = line.split()
-            if parts and parts[0] == name:
-                return parts[1], parts[2]
-    raise AssertionError("tests/controller-matrix.txt has no line %r" % name)
-
-
-def find_python(version):
-    """python<version> that can make a virtualenv: on PATH, else pyenv's (as tests/controller-matrix.sh looks)."""
-    candidates = ["python%s" % version] + sorted(glob.glob(os.path.expanduser(
-        "~/.pyenv/versions/%s*/bin/python%s" % (version, version))))
-    for python in candidates:
-        try:
-            if subprocess.run([python, "-c", "import venv, ensurepip"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, check=False).returncode == 0:
-                return python
-        except OSError:
-            continue
-    return None
 
 
 @pytest.fixture(scope="module")
 def newest():
-    """ansible-playbook of the matrix's newest ansible-core in a virtualenv of its own (kept under
-    build/lab-core/; not the matrix's own, which the static checks may be building meanwhile).
-    community.docker comes from the suite's virtualenv (the `ansible` package there carries it)."""
-    core, py = matrix_line("newest")
-    venv = os.path.join(ROOT, "build", "lab-core", "newest")
-    marker = os.path.join(venv, ".installed")
-    if not os.path.exists(marker) or open(marker).read() != core:
-        python = find_python(py)
-        assert python, "Python %s (tests/controller-matrix.txt's newest line) is not on this machine" % py
-        res = run([python, "-m", "venv", "--clear", venv])
-        assert res.returncode == 0, res.out
-        res = run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check",
-                   "ansible-core==%s" % core], timeout=600)
-        assert res.returncode == 0, res.out[-2000:]
-        with open(marker, "w") as f:
-            f.write(core)
+    """ansible-playbook of the matrix's newest ansible-core, in build/lab-core/newest (tests/lab_core.py;
+    `make test` builds it before the lanes). community.docker comes from the suite's virtualenv (the
+    `ansible` package there carries it)."""
+    bin_dir, core = lab_core.ensure()
     site = subprocess.run([os.path.join(BIN, "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
     collections = os.pathsep.join([os.path.join(ROOT, ".collections"), site])
 
     def playbook(*args):
-        return run([os.path.join(venv, "bin", "ansible-playbook")] + list(args),
+        return run([os.path.join(bin_dir, "ansible-playbook")] + list(args),
                    env={"ANSIBLE_COLLECTIONS_PATH": collections})
     version = playbook("--version").out
     assert "[core %s]" % core in version, version
