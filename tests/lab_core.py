@@ -1,18 +1,18 @@
-"""The newest ansible-core of tests/controller-matrix.txt in a virtualenv of its own, for the lab
-test that deploys with it (tests/integration/test_21_newest_core.py).
+"""The ansible-core versions of tests/controller-matrix.txt (oldest, newest) in virtualenvs of their
+own, for the lab tests that deploy with them (tests/integration/test_21_controller_matrix.py).
 
-    python3 tests/lab_core.py        # makes build/lab-core/newest (kept: a re-run installs nothing)
+    python3 tests/lab_core.py        # makes build/lab-core/NAME for each line (kept: a re-run installs nothing)
 
 `make test` runs this before the lanes start: the second lane has a network namespace of its own
-(lab/isolated.sh), where the package index cannot be reached. Not the matrix's own virtualenv
-(build/matrix/newest): the static checks may be building that one while the lanes run."""
+(lab/isolated.sh), where the package index cannot be reached. Not the matrix's own virtualenvs
+(build/matrix/NAME): the static checks may be building those while the lanes run."""
 import glob
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV = os.path.join(ROOT, "build", "lab-core", "newest")
+NAMES = ("oldest", "newest")
 
 
 def matrix_line(name):
@@ -39,26 +39,29 @@ def find_python(version):
     return None
 
 
-def ensure():
-    """(the virtualenv's bin directory, ansible-core version); builds it when it is not there."""
-    core, py = matrix_line("newest")
-    marker = os.path.join(VENV, ".installed")
+def ensure(name):
+    """(the virtualenv's bin directory, ansible-core version) of the matrix's line `name`; builds it
+    when it is not there."""
+    core, py = matrix_line(name)
+    venv = os.path.join(ROOT, "build", "lab-core", name)
+    marker = os.path.join(venv, ".installed")
     if os.path.exists(marker):
         with open(marker) as f:
             if f.read() == core:
-                return os.path.join(VENV, "bin"), core
+                return os.path.join(venv, "bin"), core
     python = find_python(py)
     if not python:
-        raise SystemExit("Python %s (tests/controller-matrix.txt's newest line) is not on this machine: install it "
-                         "(Debian: apt-get install python%s python%s-venv) or change the line" % (py, py, py))
-    subprocess.run([python, "-m", "venv", "--clear", VENV], check=True)
-    subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q", "--disable-pip-version-check",
+        raise SystemExit("Python %s (tests/controller-matrix.txt's %s line) is not on this machine: install it "
+                         "(Debian: apt-get install python%s python%s-venv) or change the line" % (py, name, py, py))
+    subprocess.run([python, "-m", "venv", "--clear", venv], check=True)
+    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check",
                     "ansible-core==%s" % core], check=True, timeout=900)
     with open(marker, "w") as f:
         f.write(core)
-    return os.path.join(VENV, "bin"), core
+    return os.path.join(venv, "bin"), core
 
 
 if __name__ == "__main__":
-    print("%s (ansible-core %s)" % ensure())
+    for line in NAMES:
+        print("%s: %s (ansible-core %s)" % ((line,) + ensure(line)))
     sys.exit(0)
