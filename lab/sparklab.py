@@ -31,6 +31,7 @@ import http.client
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -358,6 +359,15 @@ def remove_bridges():
     for br in (MGMT_BRIDGE, FABRIC_BRIDGE):
         if link_exists(br):
             run(["ip", "link", "del", br])
+
+
+def remove_host_links():
+    """The hosts' veths on this side (spl<N>m, spl<N>f), whatever is left of them: the kernel frees
+    a powered-off host's namespace, and its veths with it, asynchronously - seconds later on a busy
+    machine - and `down` must leave none behind when it says so."""
+    out = run(["ip", "-o", "link", "show"], check=False).stdout
+    for name in sorted(set(re.findall(r"^\d+: (spl\d+[mf])[@:]", out, re.M))):
+        del_link(name)
 
 
 def stable_mac(ns, iface):
@@ -1437,6 +1447,7 @@ def cmd_down(args):
                 unplumb(ns)
     stop_registries(set([state.get("registry_pid"), state.get("auth_registry_pid")] + lab_registries()))
     unplumb(REGISTRY_NS)
+    remove_host_links()
     remove_bridges()
     save_state({"hosts": {}, "registry_pid": None, "auth_registry_pid": None})
     if args.purge:
