@@ -9,30 +9,39 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils import _containers
 
 
-def _wrap(fn):
+# The module_utils below is imported when a filter runs, not when this file loads: to find one
+# filter, ansible-core loads every filter file of the collection, in every task worker that
+# uses one (docs/performance.md, "Filters").
+def _mu():
+    from ansible_collections.sparkops.inference.plugins.module_utils import _containers
+    return _containers
+
+
+def _wrap(name):
     def run(inputs):
+        containers = _mu()
         try:
-            return fn(dict(inputs))
-        except _containers.SpecError as exc:
+            return getattr(containers, name)(dict(inputs))
+        except containers.SpecError as exc:
             raise AnsibleFilterError(str(exc))
-    run.__name__ = fn.__name__
+    run.__name__ = name
     return run
 
 
 def engine_command(inputs):
+    containers = _mu()
     try:
-        entrypoint, args = _containers.engine_command(dict(inputs))
-    except _containers.SpecError as exc:
+        entrypoint, args = containers.engine_command(dict(inputs))
+    except containers.SpecError as exc:
         raise AnsibleFilterError(str(exc))
     return {"entrypoint": entrypoint, "args": args}
 
 
 class FilterModule(object):
     def filters(self):
-        return {"ray_container": _wrap(_containers.ray_container),
-                "engine_container": _wrap(_containers.engine_container),
-                "watchdog_container": _wrap(_containers.watchdog_container),
+        return {"ray_container": _wrap("ray_container"),
+                "engine_container": _wrap("engine_container"),
+                "watchdog_container": _wrap("watchdog_container"),
                 "engine_command": engine_command}

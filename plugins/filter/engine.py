@@ -56,12 +56,14 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
-    EngineError,
-    host_inputs,
-    select,
-    table_text,
-)
+
+
+# The module_utils below is imported when a filter runs, not when this file loads: to find one
+# filter, ansible-core loads every filter file of the collection, in every task worker that
+# uses one (docs/performance.md, "Filters").
+def _mu():
+    from ansible_collections.sparkops.inference.plugins.module_utils import _engine
+    return _engine
 
 
 DROP = ("ansible_facts", "invocation", "changed", "failed", "item", "ansible_loop_var", "_ansible_no_log",
@@ -83,13 +85,14 @@ def engine_probe_map(probe, pull):
 
 
 def engine_select(candidates, hosts, hostvars, launcher="auto"):
-    probes, platforms = host_inputs(hosts, hostvars)
+    engine = _mu()
+    probes, platforms = engine.host_inputs(hosts, hostvars)
     try:
-        selected, rows = select(list(candidates), probes, platforms, launcher)
-    except EngineError as exc:
+        selected, rows = engine.select(list(candidates), probes, platforms, launcher)
+    except engine.EngineError as exc:
         raise AnsibleFilterError(str(exc))
     chosen = next((r for r in rows if r["image"] == selected), {})
-    return {"selected": selected, "rows": rows, "table": table_text(rows),
+    return {"selected": selected, "rows": rows, "table": engine.table_text(rows),
             "launcher": chosen.get("launcher"), "engine": chosen.get("engine")}
 
 

@@ -8,7 +8,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils import _plan
+
+
+# The module_utils below is imported when a filter runs, not when this file loads: to find one
+# filter, ansible-core loads every filter file of the collection, in every task worker that
+# uses one (docs/performance.md, "Filters").
+def _mu():
+    from ansible_collections.sparkops.inference.plugins.module_utils import _plan
+    return _plan
 
 
 def launch_plan(inputs):
@@ -16,9 +23,10 @@ def launch_plan(inputs):
     unknown = sorted(set(inputs) - {"engine", "launcher", "hosts"})
     if unknown:
         raise AnsibleFilterError("launch_plan takes engine, launcher and hosts; found also %s" % ", ".join(unknown))
+    plan = _mu()
     try:
-        return _plan.launch_plan(inputs.get("engine") or "", inputs.get("launcher") or "", inputs.get("hosts") or [])
-    except _plan.PlanError as exc:
+        return plan.launch_plan(inputs.get("engine") or "", inputs.get("launcher") or "", inputs.get("hosts") or [])
+    except plan.PlanError as exc:
         raise AnsibleFilterError(str(exc))
 
 

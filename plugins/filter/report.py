@@ -11,7 +11,14 @@ __metaclass__ = type
 import datetime
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils import _report
+
+
+# The module_utils below is imported when a filter runs, not when this file loads: to find one
+# filter, ansible-core loads every filter file of the collection, in every task worker that
+# uses one (docs/performance.md, "Filters").
+def _mu():
+    from ansible_collections.sparkops.inference.plugins.module_utils import _report
+    return _report
 
 
 def report_document(hosts, hostvars, head, workers=(), model_path=None, marks=None, failure=None, rolled_back=False):
@@ -19,13 +26,14 @@ def report_document(hosts, hostvars, head, workers=(), model_path=None, marks=No
     if head not in hosts:
         raise AnsibleFilterError("report_document: the head %r is not one of the play's hosts (%s)"
                                  % (head, ", ".join(hosts) or "none"))
+    report = _mu()
     picked = []
     for name in hosts:
         hv = hostvars[name]
-        keys = _report.HEAD_KEYS + _report.HOST_KEYS if name == head else _report.HOST_KEYS
+        keys = report.HEAD_KEYS + report.HOST_KEYS if name == head else report.HOST_KEYS
         picked.append((name, dict((k, hv[k]) for k in keys if k in hv)))
     finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return _report.document(picked, head, workers, model_path, marks, failure, rolled_back, finished)
+    return report.document(picked, head, workers, model_path, marks, failure, rolled_back, finished)
 
 
 class FilterModule(object):

@@ -10,14 +10,21 @@ __metaclass__ = type
 import time
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog
+
+
+# The module_utils below is imported when a filter runs, not when this file loads: to find one
+# filter, ansible-core loads every filter file of the collection, in every task worker that
+# uses one (docs/performance.md, "Filters").
+def _mu():
+    from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog
+    return _watchdog
 
 
 def watchdog_describe(state, now=None):
     if state is not None and not isinstance(state, dict):
         raise AnsibleFilterError("watchdog_describe: expected the state file's document (a dict), found %s"
                                  % type(state).__name__)
-    return _watchdog.describe(state or {}, time.time() if now is None else float(now))
+    return _mu().describe(state or {}, time.time() if now is None else float(now))
 
 
 def watchdog_settings_error(chosen):
@@ -26,9 +33,10 @@ def watchdog_settings_error(chosen):
     if not isinstance(chosen, dict):
         raise AnsibleFilterError("watchdog_settings_error: expected the settings (a dict), found %s"
                                  % type(chosen).__name__)
+    watchdog = _mu()
     try:
-        _watchdog.settings(chosen)
-    except _watchdog.ConfigError as exc:
+        watchdog.settings(chosen)
+    except watchdog.ConfigError as exc:
         return str(exc)
     return ""
 
