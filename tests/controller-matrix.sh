@@ -1,44 +1,32 @@
 #!/usr/bin/env bash
 # Unit tests and ansible-test sanity on each controller version of tests/controller-matrix.txt, each
-# in its own virtualenv under build/matrix/NAME (kept: a re-run installs nothing).
+# in its own virtualenv under build/lab-core/NAME (tests/lab_core.py makes it; kept: a re-run installs nothing).
 # Usage: tests/controller-matrix.sh [NAME...]   (default: every line of the matrix)
 # Exit: 0 all passed, 1 a line failed, 3 none failed but a line's Python is not on this machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-pytest_pin=$(grep -oP '^pytest==\S+' requirements-test.txt)
-
-find_python() {  # python3.X on PATH, else pyenv's, else nothing
-    local want=$1 p
-    for p in "python$want" "$HOME/.pyenv/versions/$want"*/bin/"python$want" /root/.pyenv/versions/"$want"*/bin/"python$want"; do
-        if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import venv, ensurepip' 2>/dev/null; then
-            command -v "$p"
-            return 0
-        fi
-    done
-    return 1
-}
-
 status=0
 missing=0
 while read -r name core py; do
     case "$name" in ''|'#'*) continue ;; esac
     if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then continue; fi
     echo "== $name: ansible-core $core on Python $py"
-    if ! python=$(find_python "$py"); then
-        echo "MISSING: $name: Python $py not found (looked for python$py on PATH and under ~/.pyenv/versions);" \
-             "install it (Debian: apt-get install python$py python$py-venv) or drop the line from" \
-             "tests/controller-matrix.txt" >&2
+    # the line's virtualenv (build/lab-core/NAME: ansible-core and pytest), made by tests/lab_core.py -
+    # the one place that finds its Python - where make test has not made it before the lanes
+    set +e
+    bin=$(python3 tests/lab_core.py --bin "$name")
+    made=$?
+    set -e
+    if [ $made -eq 3 ]; then
         missing=1
         continue
+    elif [ $made -ne 0 ]; then
+        echo "ERROR: $name: no virtualenv for ansible-core $core on Python $py (tests/lab_core.py --bin $name)" >&2
+        status=1
+        continue
     fi
-    venv="$root/build/matrix/$name"
-    if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$core $py $pytest_pin" ]; then
-        rm -rf "$venv"
-        "$python" -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check "ansible-core==$core" "$pytest_pin"
-        echo "$core $py $pytest_pin" >"$venv/.installed"
-    fi
+    venv=$(dirname "$bin")
     got=$("$venv/bin/python" -c 'import ansible, sys; print(ansible.__version__, "%d.%d" % sys.version_info[:2])')
     if [ "$got" != "$core $py" ]; then
         echo "ERROR: $name: the virtualenv has ansible-core/Python $got, wanted $core $py" >&2

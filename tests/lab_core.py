@@ -1,11 +1,16 @@
-"""The ansible-core versions of tests/controller-matrix.txt (oldest, newest) in virtualenvs of their
-own, for the lab tests that deploy with them (tests/integration/test_21_controller_matrix.py).
+"""The ansible-core versions of tests/controller-matrix.txt (oldest, newest), each in a virtualenv of
+its own with the pytest of requirements-test.txt: the lab tests deploy with them
+(tests/integration/test_21_controller_matrix.py) and tests/controller-matrix.sh runs the unit tests
+and ansible-test sanity in them. The one place that finds each line's Python and builds its
+virtualenv.
 
-    python3 tests/lab_core.py        # makes build/lab-core/NAME for each line (kept: a re-run installs nothing)
+    python3 tests/lab_core.py             # makes build/lab-core/NAME for each line (kept: a re-run installs nothing)
+    python3 tests/lab_core.py --bin NAME  # the same for one line, then prints its bin directory;
+                                          # exit 3 when the line's Python is not on this machine
 
 `make test` runs this before the lanes start: the second lane has a network namespace of its own
-(lab/isolated.sh), where the package index cannot be reached. Not the matrix's own virtualenvs
-(build/matrix/NAME): the static checks may be building those while the lanes run."""
+(lab/isolated.sh), where the package index cannot be reached, and the matrix's static check runs
+beside the lanes - both find every virtualenv made."""
 import glob
 import os
 import subprocess
@@ -13,6 +18,19 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ("oldest", "newest")
+
+
+class MissingPython(Exception):
+    pass
+
+
+def pytest_pin():
+    """The pytest requirement of requirements-test.txt (pytest==X), the matrix's test runner."""
+    with open(os.path.join(ROOT, "requirements-test.txt")) as f:
+        for line in f:
+            if line.startswith("pytest=="):
+                return line.split()[0]
+    raise SystemExit("requirements-test.txt pins no pytest (pytest==X)")
 
 
 def matrix_line(name):
@@ -43,25 +61,43 @@ def ensure(name):
     """(the virtualenv's bin directory, ansible-core version) of the matrix's line `name`; builds it
     when it is not there."""
     core, py = matrix_line(name)
+    pin = pytest_pin()
     venv = os.path.join(ROOT, "build", "lab-core", name)
     marker = os.path.join(venv, ".installed")
+    wanted = " ".join((core, py, pin))
     if os.path.exists(marker):
         with open(marker) as f:
-            if f.read() == core:
+            if f.read() == wanted:
                 return os.path.join(venv, "bin"), core
     python = find_python(py)
     if not python:
-        raise SystemExit("Python %s (tests/controller-matrix.txt's %s line) is not on this machine: install it "
-                         "(Debian: apt-get install python%s python%s-venv) or change the line" % (py, name, py, py))
+        raise MissingPython("Python %s (tests/controller-matrix.txt's %s line) is not on this machine: install it "
+                            "(Debian: apt-get install python%s python%s-venv) or change the line" % (py, name, py, py))
     subprocess.run([python, "-m", "venv", "--clear", venv], check=True)
     subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check",
-                    "ansible-core==%s" % core], check=True, timeout=900)
+                    "ansible-core==%s" % core, pin], check=True, timeout=900)
     with open(marker, "w") as f:
-        f.write(core)
+        f.write(wanted)
     return os.path.join(venv, "bin"), core
 
 
-if __name__ == "__main__":
+def main(argv):
+    if argv[:1] == ["--bin"] and len(argv) == 2:
+        try:
+            print(ensure(argv[1])[0])
+        except MissingPython as exc:
+            sys.stderr.write("MISSING: %s\n" % exc)
+            return 3
+        return 0
+    if argv:
+        raise SystemExit("usage: tests/lab_core.py [--bin NAME]")
     for line in NAMES:
-        print("%s: %s (ansible-core %s)" % ((line,) + ensure(line)))
-    sys.exit(0)
+        try:
+            print("%s: %s (ansible-core %s)" % ((line,) + ensure(line)))
+        except MissingPython as exc:
+            raise SystemExit(str(exc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
