@@ -194,21 +194,27 @@ def test_a_broken_gpu_runtime_is_named_before_anything_is_stopped(old_model):
         assert {"old-vllm", "embeddings-embed-1"} <= running(ip) == was  # nothing stopped or started
 
 
-@pytest.mark.parametrize("candidates,expected", [
-    ([REG + "lab-vllm:no-such-tag"], "the registry does not know %slab-vllm:no-such-tag" % REG),
-    (["10.77.0.5:5000/x;touch /tmp/pwned"], "is not a valid image reference"),
-    (["10.77.0.99:5000/sparkops/lab-vllm:0.17.0"],
+BAD_CANDIDATES = (
+    (REG + "lab-vllm:no-such-tag", "the registry does not know %slab-vllm:no-such-tag" % REG),
+    ("10.77.0.5:5000/x;touch /tmp/pwned", "is not a valid image reference"),
+    ("10.77.0.99:5000/sparkops/lab-vllm:0.17.0",
      "the registry of 10.77.0.99:5000/sparkops/lab-vllm:0.17.0 is unreachable after 2 attempts"),
-    ([AUTH_REG + "/sparkops/lab-vllm:0.17.0"],  # no login: the registry's 401 is named, not retried
-     "the registry refused %s/sparkops/lab-vllm:0.17.0" % AUTH_REG),
-])
-def test_bad_candidates_are_named(lab, candidates, expected):
+    # no login: the registry's 401 is named, not retried
+    (AUTH_REG + "/sparkops/lab-vllm:0.17.0", "the registry refused %s/sparkops/lab-vllm:0.17.0" % AUTH_REG),
+)
+
+
+def test_bad_candidates_are_named(lab):
     """probe.yml: the pull, probe and selection of the engine_image phase, without the lock, the
-    rescue and the report around it - what names a bad candidate is the phase's own."""
-    res = probe_play("-e", json.dumps({"sparkops_engine_candidates": candidates, "engine_image_pull_retries": 1,
-                                       "engine_image_pull_backoff": 0, "engine_image_pull_timeout": 5}))
+    rescue and the report around it - what names a bad candidate is the phase's own. Each candidate
+    fails for a reason of its own, all in one run: none of them stops the others being tried."""
+    res = probe_play("-e", json.dumps({"sparkops_engine_candidates": [c for c, dummy in BAD_CANDIDATES],
+                                       "engine_image_pull_retries": 1, "engine_image_pull_backoff": 0,
+                                       "engine_image_pull_timeout": 5}))
     assert res.returncode != 0
-    assert expected in flat(res.out), flat(res.out)[-2500:]
+    out = flat(res.out)
+    for candidate, expected in BAD_CANDIDATES:
+        assert expected in out, (candidate, out[-2500:])
     assert ssh(HOSTS[0], "test -e /tmp/pwned").returncode != 0  # an argv element, never a shell
 
 
