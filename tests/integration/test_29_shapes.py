@@ -11,6 +11,8 @@ from conftest import LAB, ROOT, playbook, run, ssh
 
 REG = "10.77.0.5:5000/sparkops/"
 SGLANG = REG + "lab-sglang:0.5.10-ray"
+# the candidate the lab's list selects (inventories/lab): spark3, a new host, pulls only it
+VLLM = {"sparkops_engine_candidates": [REG + "lab-vllm:0.17.0"]}
 # RDMA container settings the lab leaves empty (it has no /dev/infiniband, and its containers
 # may not raise memlock): a capability and a ulimit, to see SGLang's containers get them
 RDMA = {"sparkops_engine_candidates": [SGLANG], "sparkops_rdma_capabilities": ["IPC_LOCK"],
@@ -72,7 +74,7 @@ def three_head_last(shapes):
     res = run(LAB + ["up", "--hosts", "3"])
     assert res.returncode == 0, res.out[-3000:]
     inv = inventory(str(shapes / "inv3"), 3, [1, 2])
-    return deploy(inv, str(shapes / "reports3"))
+    return deploy(inv, str(shapes / "reports3"), "-e", json.dumps(VLLM))
 
 
 def test_three_hosts_with_the_head_listed_last_serve(three_head_last):
