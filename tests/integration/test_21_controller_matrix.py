@@ -23,8 +23,12 @@ import lab_core
 from conftest import BIN, LAB_HOSTS, ROOT, flat, old_model_only, run, ssh, still_serves
 
 SPARK1, SPARK2 = LAB_HOSTS
-SITE = subprocess.run([os.path.join(BIN, "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                      stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+
+
+def suite_site_packages():
+    """The suite's virtualenv's site-packages (asked when a test needs it, not when pytest collects)."""
+    return subprocess.run([os.path.join(BIN, "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
 
 
 def controller(name):
@@ -32,7 +36,7 @@ def controller(name):
     builds both before the lanes). community.docker comes from the suite's virtualenv (the `ansible`
     package there carries it)."""
     bin_dir, core = lab_core.ensure(name)
-    collections = os.pathsep.join([os.path.join(ROOT, ".collections"), SITE])
+    collections = os.pathsep.join([os.path.join(ROOT, ".collections"), suite_site_packages()])
 
     def playbook(*args):
         return run([os.path.join(bin_dir, "ansible-playbook")] + list(args),
