@@ -11,13 +11,18 @@ against the first test that needs it):
     this process's children: ansible-playbook and its forks, ssh, the lab script) - this lane's
     controller side alone;
   - commands: what it ran (kind, seconds), as tests/integration/conftest.py notes them.
-xdist's controller gathers them; `SPARKOPS_TIMINGS=FILE` (make test: tests/output/timings.json)
+The run also times a fixed piece of Python work (SPEED_WORK) before the tests start and after they
+end: the same work in every run of every commit, so that a run that took longer because this VM's
+cores were slower that day can be told from one whose tests cost more (tests/timing_report.py
+prints both runs' figures beside their minutes). xdist's controller gathers them; `SPARKOPS_TIMINGS=FILE` (make test: tests/output/timings.json)
 names the JSON file, and the terminal summary lists the 15 tests that cost the most machine
 CPU. tests/timing_report.py turns the file into docs/testing.md's table.
 """
 import json
 import os
 import resource
+import subprocess
+import sys
 import time
 
 import pytest
@@ -25,6 +30,18 @@ import pytest
 TOP = 15
 KEY = "suite_timing"
 RESULTS = []
+SPEED = {}
+# compiling generated source (what ansible-core's templating and module builds spend most on) and a
+# JSON round trip: ~0.4 CPU-s on this 2-core machine
+SPEED_WORK = r"""
+import json
+src = "\n".join("def f%d(a, b):\n    x = [i * a for i in range(b)]\n    return {'k%d': sum(x), 'v': str(x)[:40]}"
+                % (i, i) for i in range(400))
+for n in range(10):
+    ns = {}
+    exec(compile(src, "speed", "exec"), ns)
+    json.loads(json.dumps([ns["f%d" % i](i, 50) for i in range(400)]))
+"""
 
 
 def machine_cpu_seconds():
@@ -39,6 +56,23 @@ def machine_cpu_seconds():
 def children_cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def speed_probe(runs=3):
+    """CPU-seconds SPEED_WORK takes in a child process, the best of `runs`."""
+    best = None
+    for dummy in range(runs):
+        before = children_cpu_seconds()
+        subprocess.run([sys.executable, "-c", SPEED_WORK], check=True)
+        took = children_cpu_seconds() - before
+        best = took if best is None else min(best, took)
+    return round(best, 3)
+
+
+def pytest_configure(config):  # pylint: disable=unused-argument
+    # in xdist's controller (or a run without lanes), before any test starts
+    if not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("SPARKOPS_TIMINGS"):
+        SPEED["start"] = speed_probe()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -101,9 +135,11 @@ def pytest_terminal_summary(terminalreporter):
         return
     path = os.environ.get("SPARKOPS_TIMINGS")
     if path:
+        SPEED["end"] = speed_probe()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:
-            json.dump({"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "tests": RESULTS}, f, indent=1)
+            json.dump({"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "speed_probe_cpu_s": SPEED,
+                       "tests": RESULTS}, f, indent=1)
     dummy, top = summary(RESULTS)
     write = terminalreporter.write_line
     terminalreporter.section("the %d most expensive tests (machine CPU-s while each ran)" % len(top))

@@ -30,7 +30,17 @@ lane's work over the same seconds), the CPU-seconds of the commands the test its
 controller side: ansible-playbook, ssh, the lab script) and those commands.
 
 Run of {written}: {tests} tests, {failed} not passed; lanes {lanes}.
-"""
+{speed}"""
+
+
+def speed_line(data):
+    """The fixed work's CPU-seconds (tests/suite_timing.py SPEED_WORK) before and after the run."""
+    speed = data.get("speed_probe_cpu_s") or {}
+    if not speed:
+        return "The machine's speed was not measured in this run (timings written before suite_timing timed it).\n"
+    return ("The machine's speed: the fixed Python work of tests/suite_timing.py took %s CPU-s before the tests "
+            "and %s after them (less is faster; compare runs by it before comparing their minutes).\n"
+            % (speed.get("start", "?"), speed.get("end", "?")))
 
 
 def render(data, source):
@@ -42,7 +52,7 @@ def render(data, source):
         stop = r["start"] + r["wall"]
         lane[0] = r["start"] if lane[0] is None else min(lane[0], r["start"])
         lane[1] = stop if lane[1] is None else max(lane[1], stop)
-    lines = [INTRO.format(source=source, written=data.get("written", "?"), tests=len(results),
+    lines = [INTRO.format(source=source, written=data.get("written", "?"), tests=len(results), speed=speed_line(data),
                           failed=sum(1 for r in results if r["outcome"] != "passed"),
                           lanes=", ".join("%s %.0f s from first test to last" % (k, v[1] - v[0])
                                           for k, v in sorted(lanes.items())))]
@@ -103,6 +113,10 @@ def compare(data, baseline, source):
     lines.append("| **all** | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2fx |" % (
         tot[0]["deploys"], tot[1]["deploys"], tot[0]["wall"], tot[1]["wall"], tot[0]["machine_cpu_s"],
         tot[1]["machine_cpu_s"], tot[1]["machine_cpu_s"] / tot[0]["machine_cpu_s"] if tot[0]["machine_cpu_s"] else 0))
+    speeds = [(x.get("speed_probe_cpu_s") or {}).get("start") for x in (baseline, data)]
+    lines += ["", "The machine's speed (the fixed work's CPU-s before the tests, less is faster): then %s, now %s%s."
+              % (speeds[0] or "not measured", speeds[1] or "not measured",
+                 (" - now / then %.2fx: divide the CPU ratio by it" % (speeds[1] / speeds[0])) if all(speeds) else "")]
     lines += ["", "%d files under 5 s in both runs are left out of the table, not the totals. With two lanes each "
               "test's machine CPU-s also holds the other lane's work, so a column's sum counts the machine about twice."
               % small]
