@@ -14,8 +14,8 @@ against the first test that needs it):
 The run also times a fixed piece of Python work (SPEED_WORK) before the tests start and after they
 end: the same work in every run of every commit, so that a run that took longer because this VM's
 cores were slower that day can be told from one whose tests cost more (tests/timing_report.py
-prints both runs' figures beside their minutes). xdist's controller gathers them; `SPARKOPS_TIMINGS=FILE` (make test: tests/output/timings.json)
-names the JSON file, and the terminal summary lists the 15 tests that cost the most machine
+prints both runs' figures beside their minutes).
+xdist's controller gathers them; `SPARKOPS_TIMINGS=FILE` (make test: tests/output/timings.json) names the JSON file, and the terminal summary lists the 15 tests that cost the most machine
 CPU. tests/timing_report.py turns the file into docs/testing.md's table.
 """
 import json
@@ -32,7 +32,7 @@ KEY = "suite_timing"
 RESULTS = []
 SPEED = {}
 # compiling generated source (what ansible-core's templating and module builds spend most on) and a
-# JSON round trip: ~0.4 CPU-s on this 2-core machine
+# JSON round trip: ~0.25 CPU-s on this 2-core machine
 SPEED_WORK = r"""
 import json
 src = "\n".join("def f%d(a, b):\n    x = [i * a for i in range(b)]\n    return {'k%d': sum(x), 'v': str(x)[:40]}"
