@@ -15,7 +15,8 @@ The run also times a fixed piece of Python work (SPEED_WORK) before the tests st
 end: the same work in every run of every commit, so that a run that took longer because this VM's
 cores were slower that day can be told from one whose tests cost more (tests/timing_report.py
 prints both runs' figures beside their minutes).
-xdist's controller gathers them; `SPARKOPS_TIMINGS=FILE` (make test: tests/output/timings.json) names the JSON file, and the terminal summary lists the 15 tests that cost the most machine
+xdist's controller gathers them; `SPARKOPS_TIMINGS=FILE` (make test: tests/output/timings.json)
+names the JSON file, and the terminal summary lists the 15 tests that cost the most machine
 CPU. tests/timing_report.py turns the file into docs/testing.md's table.
 """
 import json
