@@ -9,19 +9,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _containers
-    return _containers
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 def _wrap(name):
     def run(inputs):
-        containers = _mu()
+        containers = module_utils("_containers")
         try:
             return getattr(containers, name)(dict(inputs))
         except containers.SpecError as exc:
@@ -31,7 +24,7 @@ def _wrap(name):
 
 
 def engine_command(inputs):
-    containers = _mu()
+    containers = module_utils("_containers")
     try:
         entrypoint, args = containers.engine_command(dict(inputs))
     except containers.SpecError as exc:

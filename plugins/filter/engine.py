@@ -56,14 +56,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _engine
-    return _engine
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 DROP = ("ansible_facts", "invocation", "changed", "failed", "item", "ansible_loop_var", "_ansible_no_log",
@@ -85,7 +78,7 @@ def engine_probe_map(probe, pull):
 
 
 def engine_select(candidates, hosts, hostvars, launcher="auto"):
-    engine = _mu()
+    engine = module_utils("_engine")
     probes, platforms = engine.host_inputs(hosts, hostvars)
     try:
         selected, rows = engine.select(list(candidates), probes, platforms, launcher)

@@ -8,14 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _plan
-    return _plan
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 def launch_plan(inputs):
@@ -23,7 +16,7 @@ def launch_plan(inputs):
     unknown = sorted(set(inputs) - {"engine", "launcher", "hosts"})
     if unknown:
         raise AnsibleFilterError("launch_plan takes engine, launcher and hosts; found also %s" % ", ".join(unknown))
-    plan = _mu()
+    plan = module_utils("_plan")
     try:
         return plan.launch_plan(inputs.get("engine") or "", inputs.get("launcher") or "", inputs.get("hosts") or [])
     except plan.PlanError as exc:

@@ -8,19 +8,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _metrics
-    return _metrics
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 def prometheus_targets(inputs):
     try:
-        return _mu().prometheus_targets(dict(inputs))
+        return module_utils("_metrics").prometheus_targets(dict(inputs))
     except (KeyError, ValueError) as exc:
         raise AnsibleFilterError("prometheus_targets: %s" % exc)
 

@@ -11,14 +11,7 @@ __metaclass__ = type
 import datetime
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _report
-    return _report
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 def report_document(hosts, hostvars, head, workers=(), model_path=None, marks=None, failure=None, rolled_back=False):
@@ -26,7 +19,7 @@ def report_document(hosts, hostvars, head, workers=(), model_path=None, marks=No
     if head not in hosts:
         raise AnsibleFilterError("report_document: the head %r is not one of the play's hosts (%s)"
                                  % (head, ", ".join(hosts) or "none"))
-    report = _mu()
+    report = module_utils("_report")
     picked = []
     for name in hosts:
         hv = hostvars[name]

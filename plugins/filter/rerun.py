@@ -5,25 +5,18 @@
 rerun_reasons.yml and rerun_summary.yml)."""
 
 from __future__ import absolute_import, division, print_function
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 __metaclass__ = type
 
 
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _rerun
-    return _rerun
-
-
 def rerun_reasons(hosts, hostvars, asked, head):
     checks = [(name, hostvars[name].get("deploy_check_record") or {}) for name in hosts] if asked else []
-    return _mu().reasons(bool(asked), checks, head)
+    return module_utils("_rerun").reasons(bool(asked), checks, head)
 
 
 def rerun_summary(reasons, recorded_at=""):
-    return _mu().summary(list(reasons or []), recorded_at)
+    return module_utils("_rerun").summary(list(reasons or []), recorded_at)
 
 
 class FilterModule(object):

@@ -9,14 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _rollback
-    return _rollback
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 def _hosts(hosts, hostvars):
@@ -25,11 +18,11 @@ def _hosts(hosts, hostvars):
         found = [(name, hostvars[name]) for name in hosts]
     except KeyError as exc:
         raise AnsibleFilterError("rollback: %s is not a host of this inventory" % exc)
-    return [(name, dict((k, hv[k]) for k in _mu().HOST_KEYS if k in hv)) for name, hv in found]
+    return [(name, dict((k, hv[k]) for k in module_utils("_rollback").HOST_KEYS if k in hv)) for name, hv in found]
 
 
 def rollback_decision(hosts, hostvars, engine=None, restore_on_failure=True, after_stop=False):
-    return _mu().decide(_hosts(hosts, hostvars), engine or {}, bool(restore_on_failure), bool(after_stop))
+    return module_utils("_rollback").decide(_hosts(hosts, hostvars), engine or {}, bool(restore_on_failure), bool(after_stop))
 
 
 def rollback_message(hosts, hostvars, decision, head, restore_on_failure=True, could_touch=False,
@@ -38,7 +31,7 @@ def rollback_message(hosts, hostvars, decision, head, restore_on_failure=True, c
     if missing:
         raise AnsibleFilterError("rollback_message: decision is rollback_decision's result; it lacks %s"
                                  % ", ".join(missing))
-    return _mu().message(_hosts(hosts, hostvars), decision, head, bool(restore_on_failure), bool(could_touch),
+    return module_utils("_rollback").message(_hosts(hosts, hostvars), decision, head, bool(restore_on_failure), bool(could_touch),
                          ray_token_file, secrets_dir, secrets_kept_dir)
 
 

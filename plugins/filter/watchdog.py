@@ -10,21 +10,14 @@ __metaclass__ = type
 import time
 
 from ansible.errors import AnsibleFilterError
-
-
-# The module_utils below is imported when a filter runs, not when this file loads: to find one
-# filter, ansible-core loads every filter file of the collection, in every task worker that
-# uses one (docs/performance.md, "Filters").
-def _mu():
-    from ansible_collections.sparkops.inference.plugins.module_utils import _watchdog
-    return _watchdog
+from ansible_collections.sparkops.inference.plugins.plugin_utils._lazy import module_utils
 
 
 def watchdog_describe(state, now=None):
     if state is not None and not isinstance(state, dict):
         raise AnsibleFilterError("watchdog_describe: expected the state file's document (a dict), found %s"
                                  % type(state).__name__)
-    return _mu().describe(state or {}, time.time() if now is None else float(now))
+    return module_utils("_watchdog").describe(state or {}, time.time() if now is None else float(now))
 
 
 def watchdog_settings_error(chosen):
@@ -33,7 +26,7 @@ def watchdog_settings_error(chosen):
     if not isinstance(chosen, dict):
         raise AnsibleFilterError("watchdog_settings_error: expected the settings (a dict), found %s"
                                  % type(chosen).__name__)
-    watchdog = _mu()
+    watchdog = module_utils("_watchdog")
     try:
         watchdog.settings(chosen)
     except watchdog.ConfigError as exc:
