@@ -39,9 +39,10 @@ options:
   policy:
     description:
       - C(missing) pulls only images not on the host; C(always) asks the registry each time
-        (changed only when the image behind the reference changed).
+        (changed only when the image behind the reference changed); C(never) pulls nothing and
+        says which images the host holds (an image it lacks has C(id) null and no C(error)).
     type: str
-    choices: [missing, always]
+    choices: [missing, always, never]
     default: missing
   timeout:
     description: Seconds one pull attempt may take.
@@ -70,6 +71,39 @@ options:
     type: bool
     default: false
     version_added: 0.3.0
+  probe:
+    description:
+      - Also probe every image the host holds once the pulls are done, as
+        M(sparkops.inference.engine_probe) with O(images) does (its options, below), in the same
+        call; RV(probes) has one answer per image the host holds. An image the host does not
+        hold (not pulled, or its pull failed) is not probed.
+      - Omitted, nothing is probed.
+    type: dict
+    version_added: 0.4.0
+    suboptions:
+      architectures:
+        description: Model architectures to judge (see M(sparkops.inference.engine_probe)).
+        type: list
+        elements: str
+        default: []
+      method:
+        description: C(static), C(runtime) or C(auto) (see M(sparkops.inference.engine_probe)).
+        type: str
+        choices: [static, runtime, auto]
+        default: auto
+      cache_file:
+        description: The host's probe cache, by image id; empty, none is kept.
+        type: path
+        default: /var/lib/sparkops/engine-probe-cache.json
+      timeout:
+        description: Seconds a runtime probe may take.
+        type: int
+        default: 300
+      static_reader:
+        description: How the static probe reads the image's files (see M(sparkops.inference.engine_probe)).
+        type: str
+        choices: [auto, export]
+        default: auto
   progress_interval:
     description:
       - Seconds between two progress lines while it pulls (read by the action plugin on the
@@ -135,6 +169,14 @@ failed_images:
   description: Images that could not be pulled, with the reason.
   returned: always
   type: dict
+probes:
+  description:
+    - With O(probe), the answer of M(sparkops.inference.engine_probe) for each image the host holds,
+      in the order of O(images) (each as that module's RV(sparkops.inference.engine_probe#module:probes)).
+  returned: when O(probe) is given
+  type: list
+  elements: dict
+  version_added: 0.4.0
 """
 
 import json
@@ -144,6 +186,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker, architecture, tag_moved
 from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+from ansible_collections.sparkops.inference.plugins.module_utils._probe import OPTIONS as PROBE_OPTIONS, probe_images
 from ansible_collections.sparkops.inference.plugins.module_utils._pull import (
     DISK_FULL,
     PullProgress,
@@ -251,7 +294,7 @@ def pull(module, docker, image, p, progress, index):
     entry = {"image": image, "present_before": before is not None, "pulled": False, "error": None,
              "attempts": 0, "seconds": 0.0, "log": []}
     entry.update(before or {"id": None, "digest": None, "platform": None})
-    if before and p["policy"] == "missing":
+    if (before and p["policy"] == "missing") or p["policy"] == "never":
         return entry
     if module.check_mode:
         entry["log"].append("would pull")
@@ -293,7 +336,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             images=dict(type="list", elements="str", required=True),
-            policy=dict(type="str", choices=["missing", "always"], default="missing"),
+            policy=dict(type="str", choices=["missing", "always", "never"], default="missing"),
             timeout=dict(type="int", default=1800),
             retries=dict(type="int", default=3),
             backoff=dict(type="float", default=10),
@@ -301,6 +344,7 @@ def main():
             docker_cli=dict(type="str", default="docker"),
             registry_digests=dict(type="bool", default=False),
             progress_file=dict(type="path"),
+            probe=dict(type="dict", options=PROBE_OPTIONS),
             progress_interval=dict(type="int", default=30),  # the action plugin's
         ),
         supports_check_mode=True,
@@ -322,11 +366,14 @@ def main():
                 docker.registry_digest(entry["image"], timeout=5) if entry["id"] else (None, "not on this host"))
             entry["moved"] = tag_moved(entry.get("digest"), entry["registry_digest"])
     failed = dict((e["image"], e["error"]) for e in images if e["error"])
-    changed = any(e["pulled"] for e in images) or (module.check_mode and any(
+    changed = any(e["pulled"] for e in images) or (module.check_mode and p["policy"] != "never" and any(
         not e["present_before"] for e in images))
     if failed and p["fail_on_error"]:
         module.fail_json(msg="; ".join(failed.values()), images=images, failed_images=failed)
-    module.exit_json(changed=changed, images=images, failed_images=failed)
+    extra = {}
+    if p["probe"] is not None:
+        extra["probes"] = probe_images(module, docker, [e["image"] for e in images if e["id"]], p["probe"])
+    module.exit_json(changed=changed, images=images, failed_images=failed, **extra)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,8 @@ def test_each_phase_has_a_tag_and_one_runs_alone(old_model):
 
 
 def test_probe_module_static_runtime_cached(lab):
-    """One image three ways on a host; the static read follows SGLang's editable install."""
+    """One image three ways on a host; the static read follows SGLang's editable install; engine_pull
+    probes what a host holds in the same call."""
     def probe(image, method, cache="/var/lib/sparkops/engine-probe-cache.json", reader="auto"):
         res = run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m",
                    "sparkops.inference.engine_probe", "-a",
@@ -100,6 +101,21 @@ def test_probe_module_static_runtime_cached(lab):
     rt = probe("lab-sglang:0.5.10", "runtime", "")
     assert rt["method"] == "runtime" and rt["supported"] is False
     assert any("torch" in e for e in rt["errors"]), rt["errors"]
+    # engine_pull policy never: what the host holds, probed in the same call (the engine_image
+    # phase's first look); an image the registry has but the host does not is neither pulled nor probed
+    ssh(HOSTS[0], "docker image rm -f %slab-nopython:1 >/dev/null 2>&1; true" % REG)
+    res = run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m", "sparkops.inference.engine_pull", "-a",
+               json.dumps({"images": [REG + "lab-sglang:0.5.10", REG + "lab-nopython:1"], "policy": "never",
+                           "probe": {"architectures": [QWEN35], "method": "static",
+                                     "cache_file": "/tmp/probe-cache.json"}})],
+              env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
+    held = json.loads(res.out[res.out.index("{"):])["plays"][0]["tasks"][0]["hosts"]["spark1"]
+    assert held["changed"] is False and held["failed_images"] == {}, held
+    assert [(e["image"], e["id"] is not None, e["pulled"], e["error"]) for e in held["images"]] == [
+        (REG + "lab-sglang:0.5.10", True, False, None), (REG + "lab-nopython:1", False, False, None)]
+    assert [(p["image"], p["engine"], p["cached"], p["architectures"]) for p in held["probes"]] == [
+        (REG + "lab-sglang:0.5.10", "sglang", True, {QWEN35: "native"})]
+    assert ssh(HOSTS[0], "docker image inspect %slab-nopython:1" % REG).returncode != 0  # not pulled
     # an image without python, and one for another CPU
     ssh(HOSTS[0], "docker pull -q %slab-nopython:1 >/dev/null; docker pull -q %slab-vllm:0.17.0-arm64 >/dev/null" % (REG, REG))
     nopy = probe("lab-nopython:1", "runtime", "")
