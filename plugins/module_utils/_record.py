@@ -20,6 +20,7 @@ import os
 import re
 import threading
 
+from ansible_collections.sparkops.inference.plugins.module_utils._engine import EngineError, model_architectures
 from ansible_collections.sparkops.inference.plugins.module_utils._plan import PlanError, launch_plan
 
 RECORD_VERSION = 1
@@ -99,6 +100,24 @@ def model_summary(path, checksum=False):
     if res["exists"]:
         res["files"], res["size_bytes"], res["manifest"] = model_manifest(path, checksum)
     return res
+
+
+def read_model(path, checksum=False, read_config=True):
+    """What model_info says of a model directory: model_summary() and, with read_config, the
+    architectures and model_type of its config.json; and why that config.json cannot be used, or None."""
+    res = model_summary(path, checksum)
+    if read_config:
+        config = os.path.join(path, "config.json")
+        try:
+            with open(config) as f:
+                text = f.read()
+        except (IOError, OSError):
+            text = None
+        try:
+            res["architectures"], res["model_type"] = model_architectures(text, config)
+        except EngineError as exc:
+            return res, str(exc)
+    return res, None
 
 
 def env_pairs(lines):

@@ -64,6 +64,15 @@ options:
     type: bool
     default: true
     version_added: 0.3.0
+  model_path:
+    description:
+      - Also read the model directory at this path, as M(sparkops.inference.model_info) does (its
+        manifest, and the architectures and model_type of its C(config.json)), into the
+        C(sparkops_model) fact - in the same call (the engine_image role reads the head's from it).
+      - A directory or C(config.json) that cannot be used is not a failure here; its reason is in
+        C(error) of the fact (the phase that needs the architectures fails with it).
+    type: path
+    version_added: 0.4.0
 extends_documentation_fragment:
   - sparkops.inference.attributes
   - sparkops.inference.attributes.read_only
@@ -107,6 +116,14 @@ ansible_facts:
       description: With O(gpu_facts), what M(sparkops.inference.gpu_facts) returns.
       returned: when O(gpu_facts=true) and the prerequisites pass
       type: dict
+    sparkops_model:
+      description:
+        - With O(model_path), what M(sparkops.inference.model_info) returns for it (path, exists,
+          files, size_bytes, manifest, architectures, model_type), and C(error) - why its
+          C(config.json) cannot be used, or null.
+      returned: when O(model_path) is given
+      type: dict
+      version_added: 0.4.0
 """
 
 import os
@@ -121,6 +138,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._prereqs import
     evaluate,
     parse_docker_info,
 )
+from ansible_collections.sparkops.inference.plugins.module_utils._record import read_model
 
 CDI_SPECS = ["/etc/cdi/nvidia.yaml", "/etc/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml",
              "/var/run/cdi/nvidia.json"]
@@ -152,6 +170,7 @@ def main():
             gpu_facts=dict(type="bool", default=False),
             nvidia_smi_path=dict(type="path"),
             require_gpu=dict(type="bool", default=True),
+            model_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -184,6 +203,9 @@ def main():
     problems = evaluate(info, module.params["min_free_disk_gib"],
                         module.params["require_gpu_runtime"])
     facts = {"sparkops_host": info}
+    if module.params["model_path"]:
+        model, error = read_model(module.params["model_path"])
+        facts["sparkops_model"] = dict(model, error=error)
     if problems and module.params["fail_on_problems"]:
         module.fail_json(msg="%d missing prerequisite(s) on this host:\n- %s"
                          % (len(problems), "\n- ".join(problems)),

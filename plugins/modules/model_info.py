@@ -76,15 +76,8 @@ manifest:
   type: str
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._engine import (
-    EngineError,
-    model_architectures,
-)
-from ansible_collections.sparkops.inference.plugins.module_utils._host import read_file
-from ansible_collections.sparkops.inference.plugins.module_utils._record import model_summary
+from ansible_collections.sparkops.inference.plugins.module_utils._record import read_model
 
 
 def main():
@@ -97,13 +90,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    res = dict(model_summary(p["path"], p["checksum"]), changed=False)
-    if p["read_config"]:
-        config = os.path.join(p["path"], "config.json")
-        try:
-            res["architectures"], res["model_type"] = model_architectures(read_file(config), config)
-        except EngineError as exc:
-            module.fail_json(msg=str(exc), **res)
+    res, error = read_model(p["path"], p["checksum"], p["read_config"])
+    res["changed"] = False
+    if error:
+        module.fail_json(msg=error, **res)
     module.exit_json(**res)
 
 

@@ -19,6 +19,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._record import 
     launch_line,
     model_manifest,
     model_summary,
+    read_model,
 )
 
 WORKER = {
@@ -142,6 +143,24 @@ def test_model_summary_says_whether_the_directory_is_there(tmp_path):
                     "manifest": model_manifest(str(tmp_path))[2]}
     gone = model_summary(str(tmp_path / "absent"), checksum=True)
     assert gone == {"path": str(tmp_path / "absent"), "exists": False, "files": 0, "size_bytes": 0, "manifest": None}
+
+
+def test_read_model_gives_the_architectures_or_why_the_config_cannot_be_used(tmp_path):
+    """What model_info returns (and host_prereqs keeps as the head's sparkops_model fact): a
+    config.json that cannot be used is a reason, not an exception - the phase that needs the
+    architectures fails with it."""
+    (tmp_path / "config.json").write_text('{"architectures": ["Qwen3_5MoeForConditionalGeneration"], '
+                                          '"model_type": "qwen3_5_moe"}')
+    model, error = read_model(str(tmp_path))
+    assert error is None and model["exists"] and model["files"] == 1
+    assert (model["architectures"], model["model_type"]) == (["Qwen3_5MoeForConditionalGeneration"], "qwen3_5_moe")
+    (tmp_path / "config.json").write_text("{not json")
+    model, error = read_model(str(tmp_path))
+    assert "config.json is not JSON" in error and "architectures" not in model
+    model, error = read_model(str(tmp_path / "absent"))
+    assert "absent/config.json does not exist: set model_path (sparkops_model_path)" in error
+    assert model["exists"] is False
+    assert read_model(str(tmp_path / "absent"), read_config=False) == (model_summary(str(tmp_path / "absent")), None)
 
 
 def test_the_rerun_check_names_other_inputs_and_moved_images_drift_does_not_ask():
