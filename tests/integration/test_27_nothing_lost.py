@@ -299,7 +299,7 @@ def rolled_back_to(started, out, report_dir, key=None):
     """What a failed re-deploy whose new engine serves other-name leaves: the message, the report,
     the very containers of before (`started`: their IDs) serving (asked with `key`, the API key
     they serve with), nothing kept left over, Ray's 2 nodes."""
-    assert "the engine serves other-name, not qwen3.5-lab" in out, out[-3000:]
+    assert "the engine serves other-name, not qwen3.5-lab (served model name mismatch)" in out, out[-3000:]
     assert "Rolled back: the engine and Ray containers that served before this run were started again" in out
     assert re.search(r"It serves again: http://10\.77\.0\.11:8000/v1 lists qwen3\.5-lab \([\d.]+ s after its "
                      r"start\)", out), out[-3000:]
@@ -317,6 +317,11 @@ def rolled_back_to(started, out, report_dir, key=None):
     assert nodes.count(" node_") == 2, nodes[-2000:]
 
 
+@pytest.mark.fault(
+    fault="the new engine serves another name than asked",
+    inject="model_server_extra_args --served-model-name other-name on a serving cluster",
+    message="'the engine serves other-name, not qwen3.5-lab (served model name mismatch)'",
+    left="the engine that served before, serving again (kept, then brought back)")
 @pytest.mark.fault(
     fault="a re-deploy of a serving cluster whose new engine fails (only the engine changed)",
     inject="a changed engine whose served name does not match",
@@ -353,9 +358,13 @@ def test_a_rollback_whose_engine_does_not_serve_again_in_time_says_so(lab, tmp_p
     (a 120 GB model still loading: here the stand-in waits 10 s before it serves, and the rollback
     waits 0 s), it says it does not, with why, and the report too; the kept engine is left running,
     and serves once it has loaded."""
-    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "10"}}
+    slow = {"model_server_env": {"SPARKOPS_LAB_LOAD_SECONDS": "10"}, "model_server_progress_interval": 2}
     res = engine_phase("-e", json.dumps(slow))
     assert res.returncode == 0, res.out[-3000:]
+    # while it loads, the phase's wait says so at the default verbosity (the role's interval reaches
+    # serve_check; what the lines hold: test_27_serve's module-level case)
+    assert re.search(r"spark1: waiting for the engine at http://10\.77\.0\.11:8000 to serve qwen3\.5-lab "
+                     r"\(\d+ s of \d+ s\)", flat(res.out)), res.out[-3000:]
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
     bad = {"model_server_extra_args": ["--served-model-name", "other-name"], "model_server_restore_timeout": 0}
     res = engine_phase("-e", json.dumps(bad), env={"SPARKOPS_REPORT_DIR": str(tmp_path)})

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from conftest import LAB, engine_phase, flat, only_the_old_model_is_left, playbook, run, ssh, still_serves
+from conftest import BIN, LAB, engine_phase, flat, only_the_old_model_is_left, playbook, run, ssh, still_serves
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 MODEL = "/opt/models/lab-qwen3.5-tiny"
@@ -204,57 +204,59 @@ def test_changed_engine_setting_restarts_the_engine_not_ray(served):
     assert inspect("{{.State.StartedAt}}") == recreated
 
 
-@pytest.mark.fault(
-    fault='the new engine serves another name than asked',
-    inject='model_server_extra_args --served-model-name other-name on a serving cluster',
-    message="'the engine serves other-name, not qwen3.5-lab (served model name mismatch)'",
-    left='the engine that served before, serving again (kept, then brought back)')
-def test_served_name_mismatch_is_named(served):
-    res = engine_phase("-e", json.dumps({"model_server_extra_args": ["--served-model-name", "other-name"]}))
-    assert res.returncode != 0
-    assert "the engine serves other-name, not qwen3.5-lab (served model name mismatch)" in flat(res.out)
-    assert still_serves()
+IMAGE = "10.77.0.5:5000/sparkops/lab-vllm:0.17.0"  # on every lab host once the file's deploy ran
+
+
+def engine_wait(container, timeout):
+    """The engine phase's wait (serve_check phase ready, its action plugin printing progress every
+    2 s) for `container`, on spark1, at a port nothing listens on: ansible -m, no deploy."""
+    return run([BIN + "/ansible", "-i", "inventories/lab", "spark1", "-m", "sparkops.inference.serve_check", "-a",
+                json.dumps({"phase": "ready", "container": container, "port": 8001, "address": SPARK1,
+                            "served_model_name": "qwen3.5-lab", "timeout": timeout, "progress_interval": 2})])
 
 
 @pytest.mark.fault(
     fault='the new engine does not serve in time',
-    inject='an engine that prints a line and sleeps, model_server_ready_timeout 5 (a line every 2 s meanwhile)',
-    message="'waiting for the engine at http://10.77.0.11:8000 to serve qwen3.5-lab (2 s of 5 s): ... its last log "
+    inject='a container that prints a line and sleeps (the engine as it loads), waited for with a 5 s timeout and '
+           'progress every 2 s - the engine phase\'s wait, called with ansible -m',
+    message="'waiting for the engine at http://10.77.0.11:8001 to serve qwen3.5-lab (2 s of 5 s): ... its last log "
             "line: loading weights, slowly' while it waits, then 'the engine did not serve within 5 s on spark1' "
             "with the engine's last log lines",
-    left='the engine that served before, serving again')
-def test_readiness_timeout_shows_the_engine_log(served):
-    """A wait says, every model_server_progress_interval seconds at the default verbosity, how long
-    it has waited and what the engine last said (a real model loads for minutes); then it fails."""
-    res = engine_phase("-e", json.dumps({
-        "model_server_executable": ["python3", "-c", "print('loading weights, slowly', flush=True); "
-                                    "import time; time.sleep(600)"],
-        "model_server_ready_timeout": 5, "model_server_progress_interval": 2}))
-    assert res.returncode != 0
-    out = flat(res.out)
-    waits = re.findall(r"spark1: waiting for the engine at http://10\.77\.0\.11:8000 to serve qwen3\.5-lab "
+    left='the serving engine untouched (what a failed wait leaves after it: the rollback of a failed re-deploy, '
+         'test_27_nothing_lost)')
+@pytest.mark.fault(
+    fault='the new engine exits during start',
+    inject="a container that prints 'CUDA out of memory (pretend)' and exits 7, waited for as above",
+    message="'the engine exited during start (container sparkops-test-exits, exit code 7) on spark1' with its log",
+    left='the serving engine untouched (the rollback after it: test_27_nothing_lost)')
+def test_the_engine_wait_names_an_engine_that_is_slow_or_exits_with_its_log(served):
+    """What the engine phase prints while a real model loads for minutes (a line every
+    model_server_progress_interval seconds: how long of how long, what the engine answered, its
+    last log line), and when it never serves or exits: the module and its action plugin on a lab
+    host, as the phase calls them. What a failed start leaves - the engine of before serving again -
+    is the rollback's, proven once by test_27_nothing_lost on a whole deploy."""
+    runs = ("docker rm -f sparkops-test-slow sparkops-test-exits >/dev/null 2>&1; "
+            "docker run -d --name sparkops-test-slow --network host --entrypoint python3 %s -c "
+            "\"print('loading weights, slowly', flush=True); import time; time.sleep(600)\" >/dev/null && "
+            "docker run -d --name sparkops-test-exits --entrypoint python3 %s -c "
+            "\"import sys; print('CUDA out of memory (pretend)'); sys.exit(7)\" >/dev/null" % (IMAGE, IMAGE))
+    assert ssh(SPARK1, runs).returncode == 0
+    try:
+        slow = engine_wait("sparkops-test-slow", 5)
+        exits = engine_wait("sparkops-test-exits", 30)
+    finally:
+        ssh(SPARK1, "docker rm -f sparkops-test-slow sparkops-test-exits >/dev/null 2>&1")
+    assert slow.returncode != 0
+    out = flat(slow.out.replace("\\n", " "))
+    waits = re.findall(r"spark1: waiting for the engine at http://10\.77\.0\.11:8001 to serve qwen3\.5-lab "
                        r"\((\d+) s of 5 s\): /health answered [^;]+; its last log line: loading weights, slowly", out)
     assert len(waits) >= 1 and all(2 <= int(w) < 5 for w in waits), out[-3000:]
     assert "the engine did not serve within 5 s on spark1" in out
-    assert "loading weights, slowly" in out
-    assert still_serves()
-
-
-@pytest.mark.fault(
-    fault='the new engine exits during start',
-    inject="an engine that prints 'CUDA out of memory (pretend)' and exits 7",
-    message="'the engine exited during start (container sparkops-model-server, exit code 7) on spark1' with its log; "
-            "'It serves again: ... lists qwen3.5-lab'",
-    left='the engine that served before, serving again (the run waited until it answered)')
-def test_engine_that_exits_is_named_with_its_log(served):
-    res = engine_phase("-e", json.dumps({
-        "model_server_executable": ["python3", "-c", "import sys; print('CUDA out of memory (pretend)'); sys.exit(7)"]}))
-    assert res.returncode != 0
-    out = flat(res.out)
-    assert "the engine exited during start (container sparkops-model-server, exit code 7) on spark1" in out
+    assert "loading weights, slowly" in out.split("the engine did not serve within")[1]  # its log, in the failure
+    assert exits.returncode != 0
+    out = flat(exits.out.replace("\\n", " "))
+    assert "the engine exited during start (container sparkops-test-exits, exit code 7) on spark1" in out, out[-3000:]
     assert "CUDA out of memory (pretend)" in out
-    assert re.search(r"It serves again: http://10\.77\.0\.11:8000/v1 lists qwen3\.5-lab \([\d.]+ s after its "
-                     r"start\)", out), out[-3000:]
     assert still_serves()
 
 
