@@ -89,6 +89,15 @@ options:
     type: bool
     default: false
     version_added: 0.3.0
+  secret_dirs:
+    description:
+      - With O(phase=precheck), directories whose files to name in RV(secret_files) (names only, never
+        read) - the engine's secrets and the states of them kept for a rollback: a host that holds none
+        and runs no engine rank has none to write or remove.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.4.0
   metrics_interval:
     description:
       - Seconds between the two looks at C(/metrics) that give the generation tokens per second
@@ -167,6 +176,12 @@ model:
   type: dict
   version_added: 0.3.0
   sample: {path: /models/qwen, exists: true, files: 42, size_bytes: 127000000000, manifest: 3f1c...}
+secret_files:
+  description: The files in each of O(secret_dirs) (their names; a directory that is not there has none).
+  returned: when O(phase=precheck)
+  type: dict
+  version_added: 0.4.0
+  sample: {/etc/sparkops/secrets: [engine-api-key], /etc/sparkops/secrets.previous: []}
 health:
   description: HTTP status of C(/health), null when it did not answer (phase status).
   returned: when O(phase=status)
@@ -229,6 +244,7 @@ restart_count:
 """
 
 import datetime
+import os
 import socket
 import time
 
@@ -350,6 +366,7 @@ def phase_precheck(module, base, doc):
     seen = {"container": current}
     if p["model_path"]:
         seen["model"] = model_summary(p["model_path"], p["model_checksum"])
+    seen["secret_files"] = dict((d, sorted(os.listdir(d)) if os.path.isdir(d) else []) for d in p["secret_dirs"])
     problem = bind_problem(p["address"]) if p["check_port"] else None
     if problem:  # a running engine too: a changed model_server_host would not start
         module.fail_json(msg="model_server_host is %s, which %s on %s: the engine could not listen there. Set "
@@ -522,6 +539,7 @@ def main():
             check_port=dict(type="bool", default=True),
             model_path=dict(type="path"),
             model_checksum=dict(type="bool", default=False),
+            secret_dirs=dict(type="list", elements="path", default=[]),
             docker_cli=dict(type="str", default="docker"),
             progress_interval=dict(type="int", default=0),
             waited=dict(type="float", default=0),

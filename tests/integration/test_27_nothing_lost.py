@@ -402,7 +402,7 @@ def models_code(key):
            "with key-two and a new Ray token whose engine does not serve in time (model_server_ready_timeout 0: "
            "the same spec, only the key differs), then one with no key and the Ray token of before whose engine serves another name",
     message="'Rolled back: ... It serves again ... The engine's secret files were put back as they were before "
-            "this run on spark1, spark2 (the API key and Hugging Face token this run set are not in effect). The Ray "
+            "this run on spark1 (the API key and Hugging Face token this run set are not in effect). The Ray "
             "token this run wrote stays in effect on spark1, spark2: the Ray containers of before were started again "
             "with it'",
     left="the engine that served before, serving with key-one: key-one answered 200, key-two and no key 401; "
@@ -419,9 +419,10 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab, tmp_path):
     assert res.returncode == 0, res.out[-3000:]
     assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401")
     started = ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split()
-    # the files are on every host (SGLang's ranks read them there too)
-    put_back = ("The engine's secret files were put back as they were before this run on spark1, spark2 (the API "
+    # the files are where the engine runs a rank: over Ray the head alone (a native launch: every host)
+    put_back = ("The engine's secret files were put back as they were before this run on spark1 (the API "
                 "key and Hugging Face token this run set are not in effect).")
+    assert ssh(HOSTS[1], "ls -A /etc/sparkops/secrets 2>/dev/null").out.strip() == ""  # the worker holds none
     # each also rotates the Ray token (the second back to the lab's own, the controller's file): the
     # cluster's own, not kept - it stays in effect, and the message says so
     ray_token = "cat /etc/sparkops/ray-token"
@@ -462,7 +463,8 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab, tmp_path):
            "key-one); a deploy with key-two whose engine does not serve in time; killed the same way again; a "
            "deploy with key-two",
     message="the failed one: 'Rolled back: ... It serves again ... The engine's secret files were put back as they "
-            "were before this run on spark1, spark2'; the last one serves",
+            "were before this run on spark1' (the head: the worker of a launch over Ray holds none); the last one "
+            "serves",
     left="after the failure, the engine of before serving with key-one (key-two 401); after the last deploy a new "
          "engine serving with key-two (key-one 401); no kept secrets left")
 def test_a_deploy_killed_after_it_wrote_a_new_key_is_finished_by_the_next(lab):
@@ -480,8 +482,9 @@ def test_a_deploy_killed_after_it_wrote_a_new_key_is_finished_by_the_next(lab):
     after_the_key = "sparkops.inference.model_server : Build the command line"  # the task after the secrets
 
     kill_deploy(["-e", json.dumps(two)], banner=after_the_key, what="it wrote the key")
-    for ip in HOSTS:
-        assert ssh(ip, key_file).out.strip() == "key-two"
+    # the key is where the engine runs (over Ray: the head); the worker holds none
+    assert ssh(HOSTS[0], key_file).out.strip() == "key-two"
+    assert ssh(HOSTS[1], "test -e /etc/sparkops/secrets/engine-api-key && echo held || echo none").out.strip() == "none"
     assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
     assert (models_code("key-one"), models_code("key-two")) == ("200", "401")
     # status.yml says why the engine lists no model, and what the dead run left
@@ -491,7 +494,7 @@ def test_a_deploy_killed_after_it_wrote_a_new_key_is_finished_by_the_next(lab):
     assert ("/v1/models: HTTP 401 - the engine refuses the API key in /etc/sparkops/secrets/engine-api-key: it was "
             "started with another one") in out, out[-3000:]
     assert ("Secret files kept by a deploy that runs or did not finish (it changed them; the engine of before was "
-            "started with these): /etc/sparkops/secrets.previous on spark1, spark2. deploy.yml finishes the change"
+            "started with these): /etc/sparkops/secrets.previous on spark1. deploy.yml finishes the change"
             ) in out, out[-3000:]
     assert "Lock: held by " in out and "key-one" not in res.out and "key-two" not in res.out
     # a run that fails: the engine of before comes back with the key it was started with
@@ -499,7 +502,7 @@ def test_a_deploy_killed_after_it_wrote_a_new_key_is_finished_by_the_next(lab):
     assert res.returncode != 0
     out = flat(res.out)
     assert "It serves again: http://10.77.0.11:8000/v1 lists qwen3.5-lab" in out, out[-3000:]
-    assert ("The engine's secret files were put back as they were before this run on spark1, spark2" in out), out[-3000:]
+    assert ("The engine's secret files were put back as they were before this run on spark1 " in out), out[-3000:]
     assert "key-one" not in res.out and "key-two" not in res.out
     assert (models_code("key-one"), models_code("key-two"), models_code("")) == ("200", "401", "401")
     assert ssh(HOSTS[0], "docker inspect -f '{{.Id}}' sparkops-model-server").out.split() == started
