@@ -31,8 +31,8 @@ def rollback_message(hosts, hostvars, decision, head, restore_on_failure=True, c
     if missing:
         raise AnsibleFilterError("rollback_message: decision is rollback_decision's result; it lacks %s"
                                  % ", ".join(missing))
-    return module_utils("_rollback").message(_hosts(hosts, hostvars), decision, head, bool(restore_on_failure), bool(could_touch),
-                         ray_token_file, secrets_dir, secrets_kept_dir)
+    return module_utils("_rollback").message(_hosts(hosts, hostvars), decision, head, bool(restore_on_failure),
+                                             bool(could_touch), ray_token_file, secrets_dir, secrets_kept_dir)
 
 
 class FilterModule(object):

@@ -55,6 +55,7 @@ def probe_images(module, docker, images, p):
     save_cache(module, p, cache)
     return results
 
+
 def inspect_image(docker, image):
     """(image info, None) or (None, why it cannot be probed)."""
     if not image.strip():
@@ -112,6 +113,7 @@ def runtime_probe(module, docker, info, archs, timeout):
                 "undecided": True, "timed_out": True}
     return parse_runtime_output(rc, out, err, info["image"])
 
+
 def save_cache(module, p, cache):
     if p["cache_file"] and not module.check_mode and cache.pop("_dirty", False):
         problem = _cache.save(p["cache_file"], cache)
@@ -151,4 +153,3 @@ def probe_one(module, docker, image, p, cache):
     res["cached"] = cached
     res["seconds"] = round(time.time() - started, 3)
     return res
-

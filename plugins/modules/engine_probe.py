@@ -217,5 +217,6 @@ def main():
     module.exit_json(changed=False, probes=results, ansible_facts={
         "sparkops_engine_probes": dict((r["image"], r) for r in results)})
 
+
 if __name__ == "__main__":
     main()

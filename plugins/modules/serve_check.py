@@ -92,7 +92,7 @@ options:
   secret_dirs:
     description:
       - With O(phase=precheck), directories whose files to name in RV(secret_files) (names only, never
-        read) - the engine's secrets and the states of them kept for a rollback: a host that holds none
+        read) - the engine's secrets and the states of them kept for a rollback. A host that holds none
         and runs no engine rank has none to write or remove.
     type: list
     elements: path
@@ -539,7 +539,7 @@ def main():
             check_port=dict(type="bool", default=True),
             model_path=dict(type="path"),
             model_checksum=dict(type="bool", default=False),
-            secret_dirs=dict(type="list", elements="path", default=[]),
+            secret_dirs=dict(type="list", elements="path", default=[], no_log=False),  # names of directories, not secrets
             docker_cli=dict(type="str", default="docker"),
             progress_interval=dict(type="int", default=0),
             waited=dict(type="float", default=0),
