@@ -452,7 +452,7 @@ def test_a_rollback_gives_the_engine_of_before_its_api_key_back(lab, tmp_path):
 
 @pytest.mark.fault(
     fault="a deploy killed after it wrote a new API key, before its engine started again; then re-deploys",
-    inject="SIGKILL of ansible-playbook's process group once every host holds key-two (the engine serving with "
+    inject="SIGKILL of ansible-playbook's process group once the head holds key-two (the engine serving with "
            "key-one); a deploy with key-two whose engine does not serve in time; killed the same way again; a "
            "deploy with key-two",
     message="the failed one: 'Rolled back: ... It serves again ... The engine's secret files were put back as they "
