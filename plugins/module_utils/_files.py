@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, sparkops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Writing a file so that a reader never sees half of it, on a host or on the controller.
+"""Writing a file so that a reader never sees half of it, on a host or on the controller; and
+reading one that may not be there.
 
 atomic_write(): a temp file in the target's own directory (so the rename never crosses a file
 system), the mode set before any byte is written (a token is never readable by others, not
@@ -92,5 +93,14 @@ def kept_state(keep_dir, path):
     try:
         with open(copy, "rb") as f:
             return True, f.read(), os.stat(copy).st_mode & 0o7777
+    except (IOError, OSError):
+        return None
+
+
+def read_file(path):
+    """The file's text, or None when it cannot be read (absent, a directory, no permission)."""
+    try:
+        with open(path) as f:
+            return f.read()
     except (IOError, OSError):
         return None

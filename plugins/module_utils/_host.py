@@ -15,6 +15,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import C_LOCALE, Docker  # noqa: F401
+from ansible_collections.sparkops.inference.plugins.module_utils._files import read_file
 from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
     GpuParseError,
     gpu_summary,
@@ -24,14 +25,6 @@ from ansible_collections.sparkops.inference.plugins.module_utils._gpu import (
 )
 
 NVIDIA_SMI_DIRS = ["/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin"]
-
-
-def read_file(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (IOError, OSError):
-        return None
 
 
 def find_nvidia_smi(module, path, extra_dirs=None):

@@ -21,6 +21,7 @@ import re
 import threading
 
 from ansible_collections.sparkops.inference.plugins.module_utils._engine import EngineError, model_architectures
+from ansible_collections.sparkops.inference.plugins.module_utils._files import read_file
 from ansible_collections.sparkops.inference.plugins.module_utils._plan import PlanError, launch_plan
 
 RECORD_VERSION = 1
@@ -109,12 +110,7 @@ def read_model(path, checksum=False, read_config=True):
     if read_config:
         config = os.path.join(path, "config.json")
         try:
-            with open(config) as f:
-                text = f.read()
-        except (IOError, OSError):
-            text = None
-        try:
-            res["architectures"], res["model_type"] = model_architectures(text, config)
+            res["architectures"], res["model_type"] = model_architectures(read_file(config), config)
         except EngineError as exc:
             return res, str(exc)
     return res, None

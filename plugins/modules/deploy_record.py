@@ -257,9 +257,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
-from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write
+from ansible_collections.sparkops.inference.plugins.module_utils._files import atomic_write, read_file
 from ansible_collections.sparkops.inference.plugins.module_utils._holders import Host, survey
-from ansible_collections.sparkops.inference.plugins.module_utils._host import read_file
 from ansible_collections.sparkops.inference.plugins.module_utils._http import answers, connect_address, read_key
 from ansible_collections.sparkops.inference.plugins.module_utils._record import (
     RECORD_VERSION,
