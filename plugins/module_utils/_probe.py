@@ -48,10 +48,11 @@ def load_cache(p):
     return _cache.load(p["cache_file"]) if p["cache_file"] else {}
 
 
-def probe_images(module, docker, images, p):
-    """engine_probe's answer for each image (in order), the host's cache read and written once."""
+def probe_images(module, docker, images, p, inspected=None):
+    """engine_probe's answer for each image (in order), the host's cache read and written once;
+    inspected: image -> its image_facts() where the caller has inspected it already."""
     cache = load_cache(p)
-    results = [probe_one(module, docker, image, p, cache) for image in images]
+    results = [probe_one(module, docker, image, p, cache, (inspected or {}).get(image)) for image in images]
     save_cache(module, p, cache)
     return results
 
@@ -121,10 +122,11 @@ def save_cache(module, p, cache):
             module.warn(problem)
 
 
-def probe_one(module, docker, image, p, cache):
-    """The answer for one image, or {image, error} when it cannot be probed."""
+def probe_one(module, docker, image, p, cache, info=None):
+    """The answer for one image, or {image, error} when it cannot be probed (info: its
+    image_facts(), when the caller has inspected it already)."""
     started = time.time()
-    info, error = inspect_image(docker, image)
+    info, error = (info, None) if info else inspect_image(docker, image)
     if error:
         return {"image": image, "error": error}
     entry = cache.get(info["id"]) or {}

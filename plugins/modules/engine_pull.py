@@ -231,10 +231,13 @@ NO_RETRY = ("invalid reference format", "manifest unknown", "not found", "reposi
             "pull access denied", "unauthorized", "denied", "no basic auth credentials", DISK_FULL)
 
 
-def describe(docker, image):
+def describe(docker, image, inspected):
+    """What an entry says of the image on this host, or None; its whole inspection goes into
+    inspected[image] (the probe reads it there, without a second docker image inspect)."""
     facts = docker.image(image)
     if facts is None:
         return None
+    inspected[image] = facts
     return {"id": facts["id"], "content_id": facts["content_id"], "digest": facts["digest"],
             "platform": facts["platform"]}
 
@@ -289,8 +292,8 @@ def reason(image, text, timed_out, attempts, timeout, docker=None, allowed=None)
     return "pulling %s failed after %d attempts: %s" % (image, attempts, text.strip()[-300:])
 
 
-def pull(module, docker, image, p, progress, index):
-    before = describe(docker, image)
+def pull(module, docker, image, p, progress, index, inspected):
+    before = describe(docker, image, inspected)
     entry = {"image": image, "present_before": before is not None, "pulled": False, "error": None,
              "attempts": 0, "seconds": 0.0, "log": []}
     entry.update(before or {"id": None, "digest": None, "platform": None})
@@ -323,7 +326,7 @@ def pull(module, docker, image, p, progress, index):
             time.sleep(delay)
             delay *= 2
     entry["seconds"] = round(time.time() - started, 1)
-    after = describe(docker, image)
+    after = describe(docker, image, inspected)
     if after and not timed_out and rc == 0:
         entry.update(after)
         entry["pulled"] = before is None or before["id"] != after["id"]
@@ -357,7 +360,8 @@ def main():
                              "retries=%s backoff=%s" % (p["timeout"], p["retries"], p["backoff"]))
     docker = Docker(module, p["docker_cli"])
     progress = ProgressFile(p["progress_file"], p["images"])
-    images = [pull(module, docker, image, p, progress, i) for i, image in enumerate(p["images"])]
+    inspected = {}
+    images = [pull(module, docker, image, p, progress, i, inspected) for i, image in enumerate(p["images"])]
     if p["registry_digests"]:
         for entry in images:
             # only a copy this host holds can have been left behind by its tag (and an absent
@@ -372,7 +376,7 @@ def main():
         module.fail_json(msg="; ".join(failed.values()), images=images, failed_images=failed)
     extra = {}
     if p["probe"] is not None:
-        extra["probes"] = probe_images(module, docker, [e["image"] for e in images if e["id"]], p["probe"])
+        extra["probes"] = probe_images(module, docker, [e["image"] for e in images if e["id"]], p["probe"], inspected)
     module.exit_json(changed=changed, images=images, failed_images=failed, **extra)
 
 
