@@ -161,6 +161,23 @@ def file_state(path, content, stat_result, show_values):
     return state
 
 
+def refreshed_starts(recorded, now):
+    """After a rollback started the deployed containers again: (the record with the start time and
+    state of each recorded container that runs now under the same ID taken from `now`, the names of
+    those). Nothing else moves - files, inputs, images, a container replaced or not running - so
+    whatever the failed run left that the rollback did not put back still differs from the record."""
+    new = dict(recorded, containers=dict(recorded.get("containers") or {}))
+    names = []
+    for name, old in sorted(new["containers"].items()):
+        cur = (now.get("containers") or {}).get(name)
+        if not old or not cur or cur.get("id") != old.get("id") or cur.get("status") != "running":
+            continue
+        if (cur.get("started_at"), cur.get("status")) != (old.get("started_at"), old.get("status")):
+            new["containers"][name] = dict(old, started_at=cur.get("started_at"), status=cur.get("status"))
+            names.append(name)
+    return new, names
+
+
 def differences(recorded, now):
     """Every difference between two records, as {"what", "key", "recorded", "now"} dicts in a
     stable order. A container or file present in one and not the other is one difference; an

@@ -27,6 +27,11 @@ description:
     host that has not drifted and has nothing to stop asks its engine for one completion. Each
     is one more line of the answer when it finds something. The deploy's re-run check asks all
     of it in this one call per host.
+  - With O(mode=refresh) (the rollback, once the engine of before serves again), the start time and
+    state of each recorded container that runs now under the ID it was recorded with are brought up
+    to date - the rollback started them again, as they were deployed - so the next run of the same
+    deploy finds nothing to change and C(drift.yml) reports no restart. Nothing else of the record
+    moves - a file, the deploy's inputs or a container the failed run changed still differs.
   - Secrets never enter the record - a secret file is recorded by its SHA-256, a container
     environment variable whose name says secret (TOKEN, KEY, PASSWORD...) likewise.
 author:
@@ -36,17 +41,19 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: O(mode=record) reports what it would write and writes nothing; O(mode=compare) only reads.
+    details: O(mode=record) and O(mode=refresh) report what they would write and write nothing; O(mode=compare) only reads.
   diff_mode:
     support: full
-    details: O(mode=record) shows the record before and after.
+    details: O(mode=record) and O(mode=refresh) show the record before and after.
   idempotent:
     support: full
 options:
   mode:
-    description: V(record) writes the host's state; V(compare) reports how the host differs from the record.
+    description: >-
+      V(record) writes the host's state; V(compare) reports how the host differs from the record;
+      V(refresh) takes the start times of the recorded containers started again by a rollback.
     type: str
-    choices: [record, compare]
+    choices: [record, compare, refresh]
     required: true
   path:
     description: The record on the host (root-only, 0600).
@@ -197,17 +204,17 @@ EXAMPLES = r"""
 RETURN = r"""
 in_sync:
   description: With O(mode=compare), true when the host is as the last deploy left it.
-  returned: always
+  returned: with O(mode=record) or O(mode=compare)
   type: bool
 drift:
   description: With O(mode=compare), every difference - what (container, file, model directory), key, recorded value, value now.
-  returned: always
+  returned: with O(mode=record) or O(mode=compare)
   type: list
   elements: dict
   sample: [{what: file /etc/sparkops/fabric.env, key: env NCCL_SOCKET_IFNAME, recorded: enp1s0f1np1, now: eth9}]
 lines:
   description: The differences, one readable line each.
-  returned: always
+  returned: with O(mode=record) or O(mode=compare)
   type: list
   elements: str
   sample: ["file /etc/sparkops/fabric.env: env NCCL_SOCKET_IFNAME was enp1s0f1np1, now eth9"]
@@ -218,7 +225,7 @@ recorded_at:
   sample: "2026-12-02T01:10:00Z"
 deployed:
   description: What the deploy chose, as recorded (O(deployed)).
-  returned: always
+  returned: with O(mode=record) or O(mode=compare)
   type: dict
 launch:
   description:
@@ -230,8 +237,15 @@ launch:
   version_added: 0.3.0
 record:
   description: The record as written (O(mode=record)) or as read (O(mode=compare)).
-  returned: always
+  returned: with O(mode=record) or O(mode=compare)
   type: dict
+refreshed:
+  description: With O(mode=refresh), the recorded containers whose start time was brought up to date.
+  returned: with O(mode=refresh)
+  type: list
+  elements: str
+  sample: [sparkops-ray-head, sparkops-model-server]
+  version_added: 0.3.0
 holders:
   description: With O(memory), what the GPU memory phase would stop (as its C(holders) fact).
   returned: when O(memory) was asked
@@ -268,6 +282,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._record import 
     file_state,
     launch_line,
     model_manifest,
+    refreshed_starts,
 )
 
 
@@ -343,7 +358,7 @@ def load(path):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=["record", "compare"], required=True),
+            mode=dict(type="str", choices=["record", "compare", "refresh"], required=True),
             path=dict(type="path", default="/var/lib/sparkops/deployed.json"),
             containers=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="dict", default=[], options=dict(
@@ -377,7 +392,7 @@ def main():
     )
     p = module.params
     docker = Docker(module, p["docker_cli"])
-    (compare if p["mode"] == "compare" else record)(module, docker, load(p["path"]))
+    {"compare": compare, "record": record, "refresh": refresh}[p["mode"]](module, docker, load(p["path"]))
 
 
 def compare(module, docker, old):
@@ -402,6 +417,32 @@ def compare(module, docker, old):
                      launch=launch_line(old.get("deployed")), **found)
 
 
+def write_record(module, old, new):
+    """Write `new` over the record `old` (not in check mode): the diff of the two."""
+    path = module.params["path"]
+    diff = {"before_header": path, "after_header": path,
+            "before": json.dumps(old, indent=1, sort_keys=True) + "\n" if old else "",
+            "after": json.dumps(new, indent=1, sort_keys=True) + "\n"}
+    if not module.check_mode:
+        try:
+            atomic_write(path, json.dumps(new, indent=1, sort_keys=True) + "\n", mode=0o600)
+        except OSError as exc:
+            module.fail_json(msg="could not write the deploy record %s: %s" % (path, exc))
+    return diff
+
+
+def refresh(module, docker, old):
+    """mode=refresh: the start times of the recorded containers a rollback started again."""
+    if old is None:
+        module.exit_json(changed=False, refreshed=[], recorded_at=None)
+    now = live_state(docker, list(old.get("containers") or {}), [], None, False)
+    new, names = refreshed_starts(old, now)
+    if not names:
+        module.exit_json(changed=False, refreshed=[], recorded_at=old.get("recorded_at"))
+    diff = write_record(module, old, new)
+    module.exit_json(changed=True, refreshed=names, recorded_at=old.get("recorded_at"), diff=diff)
+
+
 def record(module, docker, old):
     """mode=record: what this deploy left on the host, written when it differs (changed)."""
     p = module.params
@@ -414,14 +455,7 @@ def record(module, docker, old):
         module.exit_json(changed=False, in_sync=True, drift=[], lines=[], recorded_at=old.get("recorded_at"),
                          deployed=p["deployed"], record=old)
     new["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    diff = {"before_header": p["path"], "after_header": p["path"],
-            "before": json.dumps(old, indent=1, sort_keys=True) + "\n" if old else "",
-            "after": json.dumps(new, indent=1, sort_keys=True) + "\n"}
-    if not module.check_mode:
-        try:
-            atomic_write(p["path"], json.dumps(new, indent=1, sort_keys=True) + "\n", mode=0o600)
-        except OSError as exc:
-            module.fail_json(msg="could not write the deploy record %s: %s" % (p["path"], exc))
+    diff = write_record(module, old, new)
     module.exit_json(changed=True, in_sync=True, drift=[], lines=[], recorded_at=new["recorded_at"],
                      deployed=p["deployed"], record=new, diff=diff)
 

@@ -81,6 +81,36 @@ def test_record_once_then_no_change_then_drift_named(capsys, host):
     assert "changed by hand" not in json.dumps(moved)
 
 
+def test_refresh_takes_the_start_times_of_the_containers_a_rollback_started_again(capsys, host, tmp_path):
+    """The worker started again under its recorded ID: compare names its start time until refresh
+    takes it (check mode writes nothing); a file the failed run changed still differs afterwards;
+    a container replaced (another ID) or stopped is not taken."""
+    run_module(capsys, host["args"])
+    compare = {"mode": "compare", "path": host["path"], "docker_cli": host["docker"]}
+    refresh = {"mode": "refresh", "path": host["path"], "docker_cli": host["docker"]}
+    docs = tmp_path / "inspect.json"
+    docs.write_text(json.dumps([dict(WORKER, State=dict(WORKER["State"], StartedAt="2026-12-02T01:02:03Z"))]))
+    host["token"].write_text("a token the failed run wrote")
+    moved = run_module(capsys, compare)
+    assert [d["key"] for d in moved["drift"]] == ["started_at", "sha256"], moved["drift"]
+    dry = run_module(capsys, refresh, check=True)
+    assert dry["changed"] is True and dry["refreshed"] == ["sparkops-ray-worker"]
+    assert run_module(capsys, compare)["drift"] == moved["drift"]
+    done = run_module(capsys, refresh)
+    assert done["changed"] is True and done["refreshed"] == ["sparkops-ray-worker"]
+    assert "2026-12-02T01:02:03Z" in done["diff"]["after"] and oct(os.stat(host["path"]).st_mode & 0o777) == "0o600"
+    after = run_module(capsys, compare)
+    assert [d["key"] for d in after["drift"]] == ["sha256"]  # the token is still the failed run's
+    assert run_module(capsys, refresh)["changed"] is False
+    for other in (dict(WORKER, Id="9e7f"), dict(WORKER, State=dict(WORKER["State"], Status="exited"))):
+        docs.write_text(json.dumps([dict(other, State=dict(other["State"], StartedAt="2026-12-02T02:00:00Z"))]))
+        res = run_module(capsys, refresh)
+        assert res["changed"] is False and res["refreshed"] == [], other
+    res = run_module(capsys, dict(refresh, path=str(tmp_path / "none.json")))
+    assert res["changed"] is False and res["refreshed"] == [] and res["recorded_at"] is None
+    assert not os.path.exists(str(tmp_path / "none.json"))
+
+
 def test_compare_without_a_record_says_so(capsys, host):
     res = run_module(capsys, {"mode": "compare", "path": host["path"], "docker_cli": host["docker"]})
     assert res["in_sync"] is False and res.get("failed") is not True
