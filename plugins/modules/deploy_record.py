@@ -420,12 +420,12 @@ def compare(module, docker, old):
 def write_record(module, old, new):
     """Write `new` over the record `old` (not in check mode): the diff of the two."""
     path = module.params["path"]
-    diff = {"before_header": path, "after_header": path,
-            "before": json.dumps(old, indent=1, sort_keys=True) + "\n" if old else "",
-            "after": json.dumps(new, indent=1, sort_keys=True) + "\n"}
+    text = json.dumps(new, indent=1, sort_keys=True) + "\n"
+    diff = {"before_header": path, "after_header": path, "after": text,
+            "before": json.dumps(old, indent=1, sort_keys=True) + "\n" if old else ""}
     if not module.check_mode:
         try:
-            atomic_write(path, json.dumps(new, indent=1, sort_keys=True) + "\n", mode=0o600)
+            atomic_write(path, text, mode=0o600)
         except OSError as exc:
             module.fail_json(msg="could not write the deploy record %s: %s" % (path, exc))
     return diff
