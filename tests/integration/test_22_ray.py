@@ -58,25 +58,6 @@ def test_cluster_spans_both_hosts_with_their_gpus(cluster):
     assert "/2.0 GPU" in out
 
 
-def test_ray_runs_whatever_the_images_entrypoint(cluster):
-    """The selected image has vLLM's official ENTRYPOINT ["vllm", "serve"] (as on real hosts):
-    the Ray containers set their own, so `ray start` is not handed to `vllm serve` as arguments;
-    the ray.yml run with an NGC-style image (a banner script that execs its arguments) too."""
-    def entrypoint(fmt, name):
-        return json.loads(ssh(SPARK1, "docker %s inspect -f '{{json .Config.Entrypoint}}' %s" % (fmt, name)).out)
-    assert entrypoint("image", SELECTED) == ["vllm", "serve"]
-    assert entrypoint("container", "sparkops-ray-head") == ["ray", "start"]
-    ngc = "10.77.0.5:5000/sparkops/lab-vllm:0.14.0"
-    res = playbook("playbooks/ray.yml", "-i", "inventories/lab", "-e", "ray_cluster_image=" + ngc)
-    try:
-        assert res.returncode == 0, res.out[-3000:]
-        assert entrypoint("image", ngc) == ["/opt/nvidia/nvidia_entrypoint.sh"]
-        assert entrypoint("container", "sparkops-ray-head") == ["ray", "start"]
-        assert ray_status().count(" node_") == 2
-    finally:
-        assert ray().returncode == 0  # back to the selected image for the tests after this one
-
-
 def test_nodes_advertise_their_fabric_addresses(cluster):
     res = ssh(SPARK1, "docker exec sparkops-ray-head python3 -c \"import ray; ray.init(address='auto', "
                       "logging_level='ERROR'); print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))\"")
@@ -88,12 +69,22 @@ def test_token_file_is_root_only(cluster):
         assert ssh(host, "stat -c '%a %U' /etc/sparkops/ray-token").out.strip() == "600 root"
 
 
-def test_token_never_printed(cluster):
+def lab_token():
     with open("/var/lib/sparkops-lab/ray-token") as f:
         token = f.read().strip()
     assert len(token) == 48
+    return token
+
+
+def test_token_never_printed(cluster):
+    """Nor at -v: a deploy's every phase (the token read back from the head and written on each host),
+    here; the Ray containers recreated with it, in test_ray_runs_whatever_the_images_entrypoint."""
+    token = lab_token()
     assert token not in cluster.out
-    assert token not in deploy("-v").out
+    res = deploy("-v", "-e", "deploy_fast_rerun=false")
+    assert res.returncode == 0, res.out[-3000:]
+    assert "Read the cluster's Ray token back from the head" in res.out
+    assert token not in res.out
 
 
 def test_client_without_token_is_refused(cluster):
@@ -140,6 +131,27 @@ def test_a_controller_with_a_fresh_home_changes_nothing(cluster):
         assert not controller_file.exists()
     finally:
         shutil.rmtree(str(home), ignore_errors=True)
+
+
+def test_ray_runs_whatever_the_images_entrypoint(cluster):
+    """The selected image has vLLM's official ENTRYPOINT ["vllm", "serve"] (as on real hosts):
+    the Ray containers set their own, so `ray start` is not handed to `vllm serve` as arguments;
+    the ray.yml run with an NGC-style image (a banner script that execs its arguments) too. (After
+    the re-runs that change nothing: it recreates the Ray cluster under the engine.)"""
+    def entrypoint(fmt, name):
+        return json.loads(ssh(SPARK1, "docker %s inspect -f '{{json .Config.Entrypoint}}' %s" % (fmt, name)).out)
+    assert entrypoint("image", SELECTED) == ["vllm", "serve"]
+    assert entrypoint("container", "sparkops-ray-head") == ["ray", "start"]
+    ngc = "10.77.0.5:5000/sparkops/lab-vllm:0.14.0"
+    res = playbook("playbooks/ray.yml", "-i", "inventories/lab", "-v", "-e", "ray_cluster_image=" + ngc)
+    try:
+        assert res.returncode == 0, res.out[-3000:]
+        assert lab_token() not in res.out  # the Ray containers recreated with the token, at -v
+        assert entrypoint("image", ngc) == ["/opt/nvidia/nvidia_entrypoint.sh"]
+        assert entrypoint("container", "sparkops-ray-head") == ["ray", "start"]
+        assert ray_status().count(" node_") == 2
+    finally:
+        assert ray().returncode == 0  # back to the selected image for the tests after this one
 
 
 def test_removed_worker_rejoins_once(cluster):

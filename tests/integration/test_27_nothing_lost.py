@@ -201,12 +201,21 @@ def test_a_failure_before_the_stop_leaves_a_serving_cluster_alone(old_model_only
     message="'inventory check found 2 problems: ... model_server_restore_timeout is -5: expected whole seconds, "
             "0 or more ... ray_cluster_ready_timeout is 'soon' ...'",
     left="exactly the containers that ran before on both hosts (the engine serving)")
+@pytest.mark.fault(
+    fault="a phase's variable its role's argument spec refuses (a port that is no number, a policy that is no choice)",
+    inject="-e fabric_peer_port=abc -e engine_image_pull_policy=sometimes on a serving cluster",
+    message="'spark1: 2 variable(s) the roles would refuse when their phase starts: - engine_image_pull_policy is "
+            "'sometimes': the engine_image role expects one of missing, always ... - fabric_peer_port is 'abc': the "
+            "fabric role expects a whole number ... Set it so, or drop it for its default (22)'",
+    left="exactly the containers that ran before on both hosts (the engine serving); nothing after preflight ran")
 def test_settings_that_would_fail_later_are_refused_in_preflight(lab):
-    """Two settings that failed only when their time came, after the stop: a watchdog setting its
+    """Settings that failed only when their time came, after the stop: a watchdog setting its
     agents refuse (checked by them, in the watchdog phase after the model served: the rescue rolled
-    back a good deploy) and a wait that is not whole seconds (a negative wait was taken as given and
-    ended in 'did not serve within -5 s' when the rollback's wait came). Preflight names each before
-    anything is touched; one serving cluster for both."""
+    back a good deploy), a wait that is not whole seconds (a negative wait was taken as given and
+    ended in 'did not serve within -5 s' when the rollback's wait came), and any phase variable of the
+    wrong kind (ansible-core checks a role's spec when the role starts: the fabric's after the GPU
+    memory phase had stopped the old services). Preflight names each before anything is touched;
+    one serving cluster for all."""
     res = playbook("deploy.yml", "-i", "inventories/lab")
     assert res.returncode == 0, res.out[-3000:]
     before = [running(ip) for ip in HOSTS]
@@ -226,6 +235,19 @@ def test_settings_that_would_fail_later_are_refused_in_preflight(lab):
     assert ("model_server_restore_timeout is -5: expected whole seconds, 0 or more (0 looks once and does not "
             "wait) - set it to how long to wait, or drop it for its default") in out
     assert "ray_cluster_ready_timeout is 'soon': expected whole seconds" in out
+    assert "TASK [sparkops.inference.engine_image" not in res.out  # nothing after preflight ran
+    assert [running(ip) for ip in HOSTS] == before
+    res = playbook("deploy.yml", "-i", "inventories/lab", "-e", "fabric_peer_port=abc",
+                   "-e", "engine_image_pull_policy=sometimes")
+    assert res.returncode != 0
+    out = flat(res.out)
+    for host in ("spark1", "spark2"):  # each host's own variables
+        assert "%s: 2 variable(s) the roles would refuse when their phase starts" % host in out, out[-3000:]
+    assert ("- engine_image_pull_policy is 'sometimes': the engine_image role expects one of missing, always - "
+            "missing pulls images not on a host") in out
+    assert ("- fabric_peer_port is 'abc': the fabric role expects a whole number - TCP port tried on each peer "
+            "(a refused connection counts as reachable). Set it so, or drop it for its default (22)") in out
+    assert "Nothing was changed on any host" in out
     assert "TASK [sparkops.inference.engine_image" not in res.out  # nothing after preflight ran
     assert [running(ip) for ip in HOSTS] == before
     assert still_serves()
