@@ -12,23 +12,31 @@ import os
 import yaml
 
 from ansible_collections.sparkops.inference.plugins.plugin_utils._controller import ControllerAction
-from ansible_collections.sparkops.inference.plugins.module_utils._role_args import check_role, options_of
+from ansible_collections.sparkops.inference.plugins.module_utils._role_args import as_shipped, check_role, options_of
 
 # this collection's roles/, beside plugins/ (a checkout, an installed collection, an EE alike)
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 _SPECS = {}
 
 
+def _yaml(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
 def role_options(role, entry_point):
-    """The options of one of this collection's roles (its meta/argument_specs.yml), read once a process."""
+    """The options of one of this collection's roles (its meta/argument_specs.yml) and its defaults
+    (defaults/main.yml, as written: templates unrendered), read once a process."""
     key = (role, entry_point)
     if key not in _SPECS:
         path = os.path.join(ROLES, role, "meta", "argument_specs.yml")
         try:
-            with open(path) as f:
-                _SPECS[key] = options_of(yaml.safe_load(f), entry_point)
+            options = options_of(_yaml(path), entry_point)
+            defaults_path = os.path.join(ROLES, role, "defaults", "main.yml")
+            defaults = (_yaml(defaults_path) or {}) if os.path.exists(defaults_path) else {}
         except (IOError, OSError, yaml.YAMLError) as exc:
             raise ValueError("cannot read the argument spec of the %s role (%s): %s" % (role, path, exc))
+        _SPECS[key] = (options, defaults)
     return _SPECS[key]
 
 
@@ -42,12 +50,12 @@ class ActionModule(ControllerAction):
         problems, checked = [], {}
         for role in args["roles"]:
             try:
-                options = role_options(role, args["entry_point"])
+                options, defaults = role_options(role, args["entry_point"])
             except ValueError as exc:
                 return {"failed": True, "msg": str(exc)}
             values = {}
             for name in options:
-                if name not in task_vars:
+                if name not in task_vars or (name in defaults and as_shipped(task_vars[name], defaults[name])):
                     continue
                 try:
                     values[name] = self._templar.template(task_vars[name])
@@ -63,5 +71,5 @@ class ActionModule(ControllerAction):
                                task_vars.get("inventory_hostname"), len(problems),
                                "\n".join("- " + p for p in problems))}
         return {"checked": checked,
-                "msg": "%d variable(s) of %s as their roles document them" % (
+                "msg": "%d variable(s) set for %s as their roles document them" % (
                     sum(checked.values()), ", ".join(args["roles"]))}

@@ -56,6 +56,16 @@ def _short(value, limit=80):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def as_shipped(value, default):
+    """Whether a variable holds what its role ships (its defaults/main.yml value as written, a template
+    unrendered): the role's own value, rendered and used when its phase runs. What the preflight checks
+    is what an inventory, a play or -e set."""
+    try:
+        return isinstance(value, type(default)) and value == default
+    except Exception:  # pylint: disable=broad-except  # a value that cannot be compared is checked
+        return False
+
+
 def check_option(role, name, spec, value):
     """None when `value` is what `spec` allows, else the problem in words (one line)."""
     result = ArgumentSpecValidator({name: spec}).validate({name: value}, validate_role_argument_spec=True)

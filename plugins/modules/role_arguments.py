@@ -15,8 +15,11 @@ version_added: 0.3.0
 description:
   - Runs on the controller only (an action plugin) and touches no host.
   - For each role in O(roles), reads the role's C(meta/argument_specs.yml) and checks every documented
-    variable the play holds for this host - templated, as ansible-core's own check at the start of the
-    role templates it - against its type, elements and choices.
+    variable the play sets for this host - from the inventory, the play, C(-e), a fact - templated, as
+    ansible-core's own check at the start of the role templates it, against its type, elements and
+    choices. A variable that holds the role's own default (its C(defaults/main.yml) as written) is left to
+    the phase: what the collection ships is tested with it, and a default may read what an earlier phase
+    learns.
   - Reports every problem at once, one line each - the variable, the value found, what the role expects
     and what to do - and fails when there is any. A secret's value (C(no_log) in the spec) is never shown.
   - The deploy runs it in its preflight for the roles of every phase and imports those roles with
@@ -48,10 +51,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checked:
-  description: For each role, how many of its documented variables the play holds and were checked.
+  description: For each role, how many of its documented variables the play sets (not its defaults) and were checked.
   returned: always
   type: dict
-  sample: {fabric: 16, ray_cluster: 26}
+  sample: {fabric: 3, ray_cluster: 2}
 problems:
   description: One line per variable a role would refuse.
   returned: failed

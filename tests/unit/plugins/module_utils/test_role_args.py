@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.sparkops.inference.plugins.module_utils._role_args import (
+    as_shipped,
     check_role,
     expected,
     options_of,
@@ -73,6 +74,17 @@ def test_a_secret_s_value_is_never_shown():
 
 def test_a_variable_the_play_does_not_hold_is_left_to_its_default():
     assert check_role("fabric", spec("fabric"), {}) == []
+
+
+def test_a_role_s_own_default_is_left_to_its_phase_and_anything_else_is_checked():
+    """As the controller hands them over: strings are a str subclass there (ansible-core's tags)."""
+    class Tagged(str):
+        pass
+    template = defaults("fabric")["fabric_master_port"]
+    assert "{{" in template and as_shipped(Tagged(template), template)  # rendered when the phase runs
+    assert as_shipped(22, 22) and as_shipped({}, {}) and as_shipped(Tagged(""), "")
+    assert not as_shipped("22", 22)  # set as a string: checked (and converted, as ansible-core does)
+    assert not as_shipped(1, True) and not as_shipped(Tagged("{{ 1 }}"), template)
 
 
 def test_expected_in_words():
