@@ -18,8 +18,8 @@ description:
     variable the play sets for this host - from the inventory, the play, C(-e), a fact - templated, as
     ansible-core's own check at the start of the role templates it, against its type, elements and
     choices. A variable that holds the role's own default (its C(defaults/main.yml) as written) is left to
-    the phase: what the collection ships is tested with it, and a default may read what an earlier phase
-    learns.
+    the phase (what the collection ships is tested with it, and a default may read what an earlier phase
+    learns).
   - Reports every problem at once, one line each - the variable, the value found, what the role expects
     and what to do - and fails when there is any. A secret's value (C(no_log) in the spec) is never shown.
   - The deploy runs it in its preflight for the roles of every phase and imports those roles with
