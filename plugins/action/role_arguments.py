@@ -60,8 +60,10 @@ class ActionModule(ControllerAction):
                 try:
                     values[name] = self._templar.template(task_vars[name])
                 except Exception as exc:  # pylint: disable=broad-except  # an undefined name, a bad template
+                    # a secret's template error may quote the secret: its kind only
+                    why = type(exc).__name__ if options[name].get("no_log") or not str(exc) else str(exc).splitlines()[0]
                     problems.append("%s: the %s role cannot work it out: %s. Fix it, or drop it for its default"
-                                    % (name, role, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                                    % (name, role, why))
             problems.extend(check_role(role, options, values))
             checked[role] = len(values)
         if problems:

@@ -60,5 +60,6 @@ problems:
   returned: failed
   type: list
   elements: str
-  sample: ["fabric_peer_port is 'abc': the fabric role expects a whole number - set it so, or drop it for its default (22)"]
+  sample: ["fabric_peer_port is 'abc': the fabric role expects a whole number - TCP port tried on each peer (a refused
+            connection counts as reachable). Set it so, or drop it for its default (22)"]
 """
