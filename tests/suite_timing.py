@@ -111,6 +111,9 @@ def pytest_runtest_logreport(report):
     entry = dict(timing, test=report.nodeid, lane=node.gateway.id if node is not None else "main",
                  outcome=_outcomes.get(report.nodeid, "passed"),
                  commands=[v for k, v in report.user_properties if k == "command"])
+    static = [v for k, v in report.user_properties if k == "static_check"]
+    if static:  # the background checks (tests/integration/conftest.py), with the test that read them
+        entry["static_checks"] = static
     RESULTS.append(entry)
 
 
@@ -139,7 +142,7 @@ def pytest_terminal_summary(terminalreporter):
         SPEED["end"] = speed_probe()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:
-            json.dump({"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "speed_probe_cpu_s": SPEED,
+            json.dump({"written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "speed_probe_cpu_s": SPEED, "cores": os.cpu_count(),
                        "tests": RESULTS}, f, indent=1)
     dummy, top = summary(RESULTS)
     write = terminalreporter.write_line

@@ -82,10 +82,41 @@ def render(data, source):
             c = commands.setdefault(kind, [0, 0.0])
             c[0] += 1
             c[1] += seconds
+    lines += busy_lines(data) + static_lines(results)
     lines += ["", "## Commands the tests ran, by kind", "", "| kind | count | seconds | each |", "|---|---|---|---|"]
     for kind, (n, seconds) in sorted(commands.items(), key=lambda kv: -kv[1][1])[:20]:
         lines.append("| %s | %d | %.0f | %.1f |" % (kind, n, seconds, seconds / n))
     return "\n".join(lines) + "\n"
+
+
+def busy_lines(data):
+    """How busy the machine's cores were while each lane ran its tests (the machine's CPU-s over the
+    tests' wall seconds; a lane's tests run one after the other, so their windows do not overlap)."""
+    cores = data.get("cores")
+    if not cores:
+        return []
+    lanes = {}
+    for r in data["tests"]:
+        lane = lanes.setdefault(r["lane"], [0.0, 0.0])
+        lane[0] += r["machine_cpu_s"]
+        lane[1] += r["wall"]
+    return ["", "The machine's %d cores were busy %s of the time (the machine's CPU-s while each lane ran its tests, "
+            "over their seconds): 100 %% is the limit two lanes and the checks beside them share." % (cores, ", ".join(
+                "%.0f %% while %s ran" % (100 * cpu / wall / cores, lane) for lane, (cpu, wall) in sorted(lanes.items())
+                if wall))]
+
+
+def static_lines(results):
+    """The checks that ran in the background (lint, sanity, the controller matrix): when and how long."""
+    rows = [s for r in results for s in r.get("static_checks", [])]
+    if not rows:
+        return []
+    lines = ["", "## The static checks (in the background of lane gw0, in an autogroup of their own at nice %s)" % (
+        rows[0].get("nice", 10)), "", "| check | began, s after the first | wall s | CPU-s |", "|---|---|---|---|"]
+    for s in sorted(rows, key=lambda s: s["began_s"]):
+        lines.append("| %s | %.0f | %.0f | %s |" % (s["name"], s["began_s"], s["wall_s"],
+                                                    "?" if s["cpu_s"] is None else "%.0f" % s["cpu_s"]))
+    return lines
 
 
 def compare(data, baseline, source):

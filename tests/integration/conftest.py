@@ -187,25 +187,56 @@ def lab():
 
 # The slow checks that need no lab - ansible-lint, ansible-test sanity, the controller matrix - start in a
 # background thread as soon as the tests are collected, one after the other (the matrix's sanity
-# runs build beside build/ansible-test), at a lower CPU priority, beside the lab tests; test_90_static
-# reads their results at the end. Run alone (-k, one file), they run inline.
+# runs build beside build/ansible-test), beside the lab tests; test_90_static reads their results at the
+# end. Run alone (-k, one file), they run inline.
+# Their priority: the lanes are bound by the 2 cores (~92 % busy), and Linux divides the CPU between
+# *autogroups* (one per session: CONFIG_SCHED_AUTOGROUP, on by default) before it looks at nice values,
+# so `nice` alone changed nothing against the lab - every sshd session of a module run and every
+# container is a session of its own. In a session of their own whose autogroup is niced (setsid, then
+# /proc/self/autogroup), the checks take what the lanes leave: the cores the lanes idle on while
+# they wait for Ray, an engine or a watchdog, instead of a share of the cores they need.
 STATIC_CHECKS = {
     "lint": ([os.path.join(BIN, "ansible-lint"), "--nocolor"], 1200),
     "sanity": ([os.path.join(ROOT, "tests", "ansible-test.sh"), "sanity"], 1800),
     # unit tests and sanity on the oldest and newest supported ansible-core (tests/controller-matrix.txt)
     "matrix": ([os.path.join(ROOT, "tests", "controller-matrix.sh")], 2400),
 }
+STATIC_NICE = 10
 STATIC_RESULTS = {}
+STATIC_TIMES = {}  # name: (seconds from the first check's start to its own, its seconds, its CPU-s)
 _STATIC_THREAD = []
 
 
+def in_background(argv, times_file, nice=STATIC_NICE):
+    """argv in a session (so an autogroup) of its own, that autogroup and its processes niced (where
+    the kernel has no autogroups the file is absent, and plain nice is all there is); the shell's
+    `times` (its children's user and system CPU) written to times_file."""
+    script = ('echo %d > /proc/self/autogroup 2>/dev/null; nice -n %d "$@"; rc=$?; times > "%s"; exit $rc'
+              % (nice, nice, times_file))
+    return ["setsid", "-w", "sh", "-c", script, "static-check"] + list(argv)
+
+
+def _children_cpu(times_file):
+    """The CPU-s of the second line of a shell's `times` ("0m1.5s 0m0.2s"), None if unreadable."""
+    try:
+        with open(times_file) as f:
+            fields = f.read().split("\n")[1].split()
+        return round(sum(int(m) * 60 + float(s) for m, s in (v.rstrip("s").split("m") for v in fields)), 1)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _run_static_checks(names):
+    t0 = time.time()
     for name in names:
         argv, timeout = STATIC_CHECKS[name]
-        try:
-            STATIC_RESULTS[name] = run(["nice", "-n", "10"] + argv, timeout=timeout)
-        except Exception as exc:  # pylint: disable=broad-except
-            STATIC_RESULTS[name] = exc
+        start = time.time()
+        with tempfile.NamedTemporaryFile(prefix="static-times-") as times:
+            try:
+                STATIC_RESULTS[name] = run(in_background(argv, times.name), timeout=timeout)
+            except Exception as exc:  # pylint: disable=broad-except
+                STATIC_RESULTS[name] = exc
+            STATIC_TIMES[name] = (round(start - t0, 1), round(time.time() - start, 1), _children_cpu(times.name))
 
 
 def pytest_collection_finish(session):
@@ -226,6 +257,9 @@ def static_check(name):
     if name not in STATIC_RESULTS:
         _run_static_checks([name])
     result = STATIC_RESULTS[name]
+    if name in STATIC_TIMES and _CURRENT_ITEM:  # into timings.json with the test that reads it
+        _CURRENT_ITEM[0].user_properties.append(("static_check", dict(zip(
+            ("name", "began_s", "wall_s", "cpu_s", "nice"), (name,) + STATIC_TIMES[name] + (STATIC_NICE,)))))
     if isinstance(result, Exception):
         raise result
     return result
@@ -372,6 +406,8 @@ def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
 def command_kind(argv):
     """'ansible-playbook deploy.yml', 'lab old-model', 'ssh', 'molecule test', ..."""
     name = os.path.basename(argv[0])
+    if name == "setsid" and "static-check" in argv:  # a static check, run inline (in_background)
+        return command_kind(argv[argv.index("static-check") + 1:])
     if name == "ansible-playbook":
         plays = [os.path.basename(a) for a in argv[1:] if a.endswith((".yml", ".yaml"))]
         return "ansible-playbook " + (plays[0] if plays else "?")

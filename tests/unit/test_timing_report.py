@@ -39,3 +39,39 @@ def test_the_probe_times_the_same_work_in_a_child():
     assert 0.01 < took < 30
     # the work itself runs alone, as the probe runs it
     assert subprocess.run([sys.executable, "-c", suite_timing.SPEED_WORK], check=False).returncode == 0
+
+
+def test_the_report_says_how_busy_the_cores_were_and_when_the_background_checks_ran():
+    data = run_of({"start": 0.2, "end": 0.2}, seconds=100.0)
+    data["cores"] = 2
+    data["tests"][0]["static_checks"] = [{"name": "lint", "began_s": 0.0, "wall_s": 30.0, "cpu_s": 28.4, "nice": 10},
+                                         {"name": "matrix", "began_s": 95.5, "wall_s": 300.0, "cpu_s": None, "nice": 10}]
+    text = timing_report.render(data, "now.json")
+    assert "The machine's 2 cores were busy 90 % while gw0 ran" in text  # 180 CPU-s over 100 s on 2 cores
+    assert "| lint | 0 | 30 | 28 |" in text and "| matrix | 96 | 300 | ? |" in text
+    assert "busy" not in timing_report.render(run_of(), "old.json")  # a run that did not say its cores
+
+
+def background_helpers():
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location(
+        "integration_conftest", os.path.join(ROOT, "tests", "integration", "conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_background_check_runs_in_an_autogroup_of_its_own_niced_and_its_cpu_is_read(tmp_path):
+    helpers = background_helpers()
+    times = str(tmp_path / "times")
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    res = subprocess.run(helpers.in_background(
+        ["sh", "-c", "cat /proc/self/autogroup 2>/dev/null; echo nice $(nice); %s -c '%s'" % (sys.executable, burn)],
+        times), capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "nice %d" % helpers.STATIC_NICE in res.stdout.splitlines()[-1]  # the processes' own nice
+    if os.path.exists("/proc/self/autogroup"):  # a kernel with autogroups: the session's group is niced too
+        mine = open("/proc/self/autogroup").read().split()[0]
+        assert res.stdout.split()[0] != mine and res.stdout.split()[2] == str(helpers.STATIC_NICE), res.stdout
+    assert 0.25 <= helpers._children_cpu(times) < 5  # pylint: disable=protected-access
+    assert helpers._children_cpu(str(tmp_path / "absent")) is None  # pylint: disable=protected-access
