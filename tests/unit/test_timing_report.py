@@ -69,7 +69,8 @@ def test_a_background_check_runs_in_an_autogroup_of_its_own_niced_and_its_cpu_is
         ["sh", "-c", "cat /proc/self/autogroup 2>/dev/null; echo nice $(nice); %s -c '%s'" % (sys.executable, burn)],
         times), capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
-    assert "nice %d" % helpers.STATIC_NICE in res.stdout.splitlines()[-1]  # the processes' own nice
+    # the processes' own nice, above this one's (the controller matrix runs these tests inside a check)
+    assert res.stdout.splitlines()[-1] == "nice %d" % min(19, os.nice(0) + helpers.STATIC_NICE), res.stdout
     if os.path.exists("/proc/self/autogroup"):  # a kernel with autogroups: the session's group is niced too
         mine = open("/proc/self/autogroup").read().split()[0]
         assert res.stdout.split()[0] != mine and res.stdout.split()[2] == str(helpers.STATIC_NICE), res.stdout
