@@ -98,6 +98,16 @@ options:
     elements: path
     default: []
     version_added: 0.4.0
+  admit:
+    description:
+      - With O(phase=precheck), the fraction of the memory the engine will ask for (the utilization
+        M(sparkops.inference.memory_admission) takes). Also judges, after the model directory was read,
+        whether the engine's start-up memory check would pass now, evicting nothing, in RV(admission).
+      - Memory freed later in the run (an engine kept aside) only makes it pass more easily, so the deploy
+        calls M(sparkops.inference.memory_admission) only where this says no - that module evicts page
+        caches, waits and names what holds the memory.
+    type: float
+    version_added: 0.4.0
   metrics_interval:
     description:
       - Seconds between the two looks at C(/metrics) that give the generation tokens per second
@@ -182,6 +192,16 @@ secret_files:
   type: dict
   version_added: 0.4.0
   sample: {/etc/sparkops/secrets: [engine-api-key], /etc/sparkops/secrets.previous: []}
+admission:
+  description:
+    - Whether an engine started with O(admit) would pass its start-up memory check now (O(phase=precheck)
+      with O(admit)) - C(ok), C(unified_memory), C(wanted_mib), C(free_mib), C(total_mib), C(reachable)
+      (the highest fraction that passes now), as M(sparkops.inference.memory_admission) computes them
+      before it evicts anything; C(ok) false with C(error) when the memory could not be read.
+  returned: when O(phase=precheck) and O(admit) is set
+  type: dict
+  version_added: 0.4.0
+  sample: {ok: true, unified_memory: true, wanted_mib: 103380, free_mib: 118200, total_mib: 121630, reachable: 0.97}
 health:
   description: HTTP status of C(/health), null when it did not answer (phase status).
   returned: when O(phase=status)
@@ -251,8 +271,11 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils import _http as engine_http
 from ansible_collections.sparkops.inference.plugins.module_utils._docker import Docker
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu import GpuParseError
+from ansible_collections.sparkops.inference.plugins.module_utils._host import read_gpu_facts
 from ansible_collections.sparkops.inference.plugins.module_utils._http import connect_address
 from ansible_collections.sparkops.inference.plugins.module_utils._serving import model_ids
+from ansible_collections.sparkops.inference.plugins.module_utils._memory import engine_admission
 from ansible_collections.sparkops.inference.plugins.module_utils._record import model_summary
 from ansible_collections.sparkops.inference.plugins.module_utils._metrics import (
     MetricsParseError,
@@ -367,6 +390,8 @@ def phase_precheck(module, base, doc):
     if p["model_path"]:
         seen["model"] = model_summary(p["model_path"], p["model_checksum"])
     seen["secret_files"] = dict((d, sorted(os.listdir(d)) if os.path.isdir(d) else []) for d in p["secret_dirs"])
+    if p["admit"] is not None:  # after the model was read: a checksum pass fills the page cache
+        seen["admission"] = admission_now(module, p["admit"], p["docker_cli"])
     problem = bind_problem(p["address"]) if p["check_port"] else None
     if problem:  # a running engine too: a changed model_server_host would not start
         module.fail_json(msg="model_server_host is %s, which %s on %s: the engine could not listen there. Set "
@@ -382,6 +407,17 @@ def phase_precheck(module, base, doc):
                          "not bind it. Stop what listens there (ss -ltnp 'sport = :%d') or set "
                          "model_server_port" % (p["port"], socket.gethostname(), p["container"], p["port"]),
                      endpoint=base)
+
+
+def admission_now(module, utilization, docker_cli):
+    """memory_admission's first look - what the engine's start-up check would read now - evicting
+    nothing; ok false with the error when the memory cannot be read or judged (that module then
+    runs and says so)."""
+    try:
+        facts, dummy, dummy = read_gpu_facts(module, None, docker_cli)
+        return engine_admission(facts, utilization)
+    except (GpuParseError, ValueError) as exc:
+        return {"ok": False, "error": str(exc)}
 
 
 def bind_problem(address):
@@ -539,6 +575,7 @@ def main():
             check_port=dict(type="bool", default=True),
             model_path=dict(type="path"),
             model_checksum=dict(type="bool", default=False),
+            admit=dict(type="float"),
             secret_dirs=dict(type="list", elements="path", default=[], no_log=False),  # names of directories, not secrets
             docker_cli=dict(type="str", default="docker"),
             progress_interval=dict(type="int", default=0),

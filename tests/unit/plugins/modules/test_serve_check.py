@@ -306,3 +306,41 @@ def test_status_says_why_the_engine_lists_no_model(auth_server, tmp_path):
     assert answer(500, "x" * 300, "") == 'HTTP 500 %s (180 more characters cut)' % json.dumps("x" * 120)
     assert answer(None, "[Errno 111] Connection refused", "") == \
         "no answer ([Errno 111] Connection refused)"
+
+
+def precheck(capsys, where, executable, smi_report, **extra):
+    """serve_check's precheck where no engine runs (docker knows no container), with the nvidia-smi
+    found on PATH printing a captured report, and this machine's /proc/meminfo."""
+    import os  # pylint: disable=import-outside-toplevel
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
+    where.mkdir()
+    tools = where / "bin"
+    tools.mkdir()
+    executable(tools / "nvidia-smi", '#!/bin/sh\ncat "%s"\n' % os.path.join(fixtures, *smi_report))
+    args = dict({"phase": "precheck", "container": "sparkops-model-server", "check_port": False,
+                 "docker_cli": executable(where / "docker", "#!/bin/sh\nexit 1\n")}, **extra)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = str(tools) + os.pathsep + old_path
+    try:
+        with patch_module_args(args):
+            with pytest.raises(SystemExit):
+                serve_check.main()
+    finally:
+        os.environ["PATH"] = old_path
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_look_before_the_start_judges_the_memory_as_the_admission_would(capsys, tmp_path, executable):
+    """The deploy's look at the engine says whether the memory the engine will ask for is free now;
+    the memory_admission module runs only where it says no. From nvidia-smi as captured on the lent
+    H200 while another process held 40 GiB of GPU 0, it must decide what the admission decided
+    there (0.70 passes, 0.71 does not: test_memory_admission), and never fail the look itself."""
+    held = ("h200-admission", "module", "nvidia-smi-q-held-40g-gpu0.xml")
+    for utilization, ok in ((0.7, True), (0.71, False)):
+        res = precheck(capsys, tmp_path / str(utilization), executable, held, admit=utilization)
+        assert res.get("failed") is not True, res
+        adm = res["admission"]
+        assert adm["ok"] is ok and adm["unified_memory"] is False and adm["reachable"] == 0.70, adm
+        assert res["container"] is None
+    res = precheck(capsys, tmp_path / "none", executable, held)
+    assert "admission" not in res  # asked only where the deploy admits engines (model_server_memory_admission)
