@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rerun import BIN, ROOT, baseline_tree, controller_cpu  # noqa: E402 pylint: disable=wrong-import-position
+from rerun import BIN, ROOT, baseline_tree, controller_cpu, playbook, tree_env  # noqa: E402 pylint: disable=wrong-import-position
 
 CPUACCT = "/sys/fs/cgroup/cpuacct"
 LAB = os.environ.get("SPARKOPS_LAB_STATE", "/var/lib/sparkops-lab")
@@ -107,26 +107,17 @@ def container_names(hosts):
     return names
 
 
-def playbook(tree, *args):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"), ANSIBLE_NOCOLOR="1",
-               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    return subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab"] + list(args), cwd=tree,
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-
-
 def measure(tree, case, hosts):
     """{part: CPU-s} of one deploy of `tree`."""
     if case == "cold":
-        playbook(tree, "playbooks/teardown.yml")
+        playbook(tree, "teardown.yml")
         subprocess.run([sys.executable, os.path.join(ROOT, "lab", "sparklab.py"), "old-model"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     before, seen, ctl = usage(), {}, controller_cpu()
     start = time.time()
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(tree, ".collections"), ANSIBLE_NOCOLOR="1",
-               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
     with tempfile.TemporaryFile(mode="w+") as log:
         run = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "deploy.yml"],
-                               cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+                               cwd=tree, env=tree_env(tree), stdout=log, stderr=subprocess.STDOUT, text=True)
         while run.poll() is None:  # a container's group goes with it: keep its last count
             for key, value in usage().items():
                 seen[key] = max(seen.get(key, 0), value)

@@ -84,11 +84,16 @@ def recap_tasks(out):
     return tasks
 
 
-def playbook(tree, name, calls=None):
-    """Run playbooks/NAME from TREE: {wall, controller, machine, out}."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
+def tree_env(tree):
+    """The environment a playbook of TREE runs with: TREE's own collection first."""
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
         [os.path.join(tree, ".collections"), os.path.expanduser("~/.ansible/collections")]),
         ANSIBLE_NOCOLOR="1")
+
+
+def playbook(tree, name, calls=None):
+    """Run playbooks/NAME from TREE: {wall, controller, machine, out}."""
+    env = tree_env(tree)
     if calls:
         env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "bench", "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="sparkops_calls", SPARKOPS_CALLS_FILE=calls)

@@ -100,10 +100,10 @@ def busy_lines(data):
         lane = lanes.setdefault(r["lane"], [0.0, 0.0])
         lane[0] += r["machine_cpu_s"]
         lane[1] += r["wall"]
-    return ["", "The machine's %d cores were busy %s of the time (the machine's CPU-s while each lane ran its tests, "
-            "over their seconds): 100 %% is the limit two lanes and the checks beside them share." % (cores, ", ".join(
-                "%.0f %% while %s ran" % (100 * cpu / wall / cores, lane) for lane, (cpu, wall) in sorted(lanes.items())
-                if wall))]
+    return ["", "The machine's %d cores were busy %s (the machine's CPU-s while each lane ran its tests, over their "
+            "seconds): 100 %% is the limit two lanes and the checks beside them share." % (cores, ", ".join(
+                "%.0f %% of the time while %s ran" % (100 * cpu / wall / cores, lane)
+                for lane, (cpu, wall) in sorted(lanes.items()) if wall))]
 
 
 def static_lines(results):
@@ -112,7 +112,7 @@ def static_lines(results):
     if not rows:
         return []
     lines = ["", "## The static checks (in the background of lane gw0, in an autogroup of their own at nice %s)" % (
-        rows[0].get("nice", 10)), "", "| check | began, s after the first | wall s | CPU-s |", "|---|---|---|---|"]
+        rows[0]["nice"]), "", "| check | began, s after the first | wall s | CPU-s |", "|---|---|---|---|"]
     for s in sorted(rows, key=lambda s: s["began_s"]):
         lines.append("| %s | %.0f | %.0f | %s |" % (s["name"], s["began_s"], s["wall_s"],
                                                     "?" if s["cpu_s"] is None else "%.0f" % s["cpu_s"]))

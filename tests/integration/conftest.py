@@ -203,7 +203,7 @@ STATIC_CHECKS = {
 }
 STATIC_NICE = 10
 STATIC_RESULTS = {}
-STATIC_TIMES = {}  # name: (seconds from the first check's start to its own, its seconds, its CPU-s)
+STATIC_TIMES = {}  # name: {began_s (after the first check began), wall_s, cpu_s, nice}
 _STATIC_THREAD = []
 
 
@@ -236,7 +236,8 @@ def _run_static_checks(names):
                 STATIC_RESULTS[name] = run(in_background(argv, times.name), timeout=timeout)
             except Exception as exc:  # pylint: disable=broad-except
                 STATIC_RESULTS[name] = exc
-            STATIC_TIMES[name] = (round(start - t0, 1), round(time.time() - start, 1), _children_cpu(times.name))
+            STATIC_TIMES[name] = {"began_s": round(start - t0, 1), "wall_s": round(time.time() - start, 1),
+                                  "cpu_s": _children_cpu(times.name), "nice": STATIC_NICE}
 
 
 def pytest_collection_finish(session):
@@ -258,8 +259,7 @@ def static_check(name):
         _run_static_checks([name])
     result = STATIC_RESULTS[name]
     if name in STATIC_TIMES and _CURRENT_ITEM:  # into timings.json with the test that reads it
-        _CURRENT_ITEM[0].user_properties.append(("static_check", dict(zip(
-            ("name", "began_s", "wall_s", "cpu_s", "nice"), (name,) + STATIC_TIMES[name] + (STATIC_NICE,)))))
+        _CURRENT_ITEM[0].user_properties.append(("static_check", dict(STATIC_TIMES[name], name=name)))
     if isinstance(result, Exception):
         raise result
     return result

@@ -47,7 +47,7 @@ def test_the_report_says_how_busy_the_cores_were_and_when_the_background_checks_
     data["tests"][0]["static_checks"] = [{"name": "lint", "began_s": 0.0, "wall_s": 30.0, "cpu_s": 28.4, "nice": 10},
                                          {"name": "matrix", "began_s": 95.5, "wall_s": 300.0, "cpu_s": None, "nice": 10}]
     text = timing_report.render(data, "now.json")
-    assert "The machine's 2 cores were busy 90 % while gw0 ran" in text  # 180 CPU-s over 100 s on 2 cores
+    assert "The machine's 2 cores were busy 90 % of the time while gw0 ran" in text  # 180 CPU-s over 100 s, 2 cores
     assert "| lint | 0 | 30 | 28 |" in text and "| matrix | 96 | 300 | ? |" in text
     assert "busy" not in timing_report.render(run_of(), "old.json")  # a run that did not say its cores
 
