@@ -209,7 +209,8 @@ _STATIC_THREAD = []
 
 def in_background(argv, times_file, nice=STATIC_NICE):
     """argv in a session (so an autogroup) of its own, that autogroup and its processes niced (where
-    the kernel has no autogroups the file is absent, and plain nice is all there is); the shell's
+    the kernel has no autogroups the file is absent - or reads empty, as in the project's CI - and plain
+    nice is all there is); the shell's
     `times` (its children's user and system CPU) written to times_file."""
     script = ('echo %d > /proc/self/autogroup 2>/dev/null; nice -n %d "$@"; rc=$?; times > "%s"; exit $rc'
               % (nice, nice, times_file))

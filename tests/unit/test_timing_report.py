@@ -71,8 +71,10 @@ def test_a_background_check_runs_in_an_autogroup_of_its_own_niced_and_its_cpu_is
     assert res.returncode == 0, res.stderr
     # the processes' own nice, above this one's (the controller matrix runs these tests inside a check)
     assert res.stdout.splitlines()[-1] == "nice %d" % min(19, os.nice(0) + helpers.STATIC_NICE), res.stdout
-    if os.path.exists("/proc/self/autogroup"):  # a kernel with autogroups: the session's group is niced too
-        mine = open("/proc/self/autogroup").read().split()[0]
-        assert res.stdout.split()[0] != mine and res.stdout.split()[2] == str(helpers.STATIC_NICE), res.stdout
+    # a kernel with autogroups: the session's group is niced too. The file is absent without them, and
+    # reads empty for a process in no autogroup (as in the project's CI): nothing to compare there
+    mine = open("/proc/self/autogroup").read().split() if os.path.exists("/proc/self/autogroup") else []
+    if mine:
+        assert res.stdout.split()[0] != mine[0] and res.stdout.split()[2] == str(helpers.STATIC_NICE), res.stdout
     assert 0.25 <= helpers._children_cpu(times) < 5  # pylint: disable=protected-access
     assert helpers._children_cpu(str(tmp_path / "absent")) is None  # pylint: disable=protected-access
