@@ -4,7 +4,12 @@
 #   make lab-down  take the lab down
 
 SHELL := /bin/bash
-PYTHON ?= python3
+# The controller's Python: the distribution's (/usr/bin/python3, 3.11 or newer, able to make a
+# virtualenv), else the first python3 on PATH. Distributions build theirs with PGO and LTO; pyenv's
+# default build has neither, and on it the controller spent 1.15x the CPU-s of a cold deploy and
+# ansible-lint 1.2x (docs/performance.md) - the suite is bound by the CPU.
+PYTHON ?= $(shell /usr/bin/python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' \
+	2>/dev/null && echo /usr/bin/python3 || echo python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 HOSTS ?= 2

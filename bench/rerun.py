@@ -1,11 +1,13 @@
 """Benchmark: a deploy with nothing to change against a cold deploy, this checkout against a
 baseline commit, side by side.
 
-    .venv/bin/python bench/rerun.py [--runs 3] [--baseline REF]
+    .venv/bin/python bench/rerun.py [--runs 3] [--baseline REF] [--baseline-bin DIR]
 
 Needs the lab up (`lab/lab up`). The baseline is REF (default: origin/main, else HEAD) checked
 out as a git worktree under build/bench-baseline, with its own .collections link, so both trees
-run the same lab, the same inventory and the same ansible-core. Cases alternate tree by tree
+run the same lab, the same inventory and the same ansible-core. --baseline-bin runs the baseline's
+playbooks with another virtualenv's Python (its bin directory): with --baseline HEAD, the same code on
+two controller interpreters. Cases alternate tree by tree
 and run by run, so that the machine's load hits them alike:
 
 - cold: `teardown.yml` first (not timed: the engine images stay on the hosts), then `deploy.yml`;
@@ -91,14 +93,15 @@ def tree_env(tree):
         ANSIBLE_NOCOLOR="1")
 
 
-def playbook(tree, name, calls=None):
-    """Run playbooks/NAME from TREE: {wall, controller, machine, out}."""
+def playbook(tree, name, calls=None, bin_dir=BIN):
+    """Run playbooks/NAME from TREE with the Python of BIN_DIR: {wall, controller, machine, out}."""
     env = tree_env(tree)
     if calls:
         env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "bench", "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="sparkops_calls", SPARKOPS_CALLS_FILE=calls)
     t0, c0, m0 = time.monotonic(), controller_cpu(), machine_cpu()
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/" + name, "-i", "inventories/lab"],
+    res = subprocess.run([os.path.join(bin_dir, "python"), os.path.join(bin_dir, "ansible-playbook"),
+                          "playbooks/" + name, "-i", "inventories/lab"],
                          cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          check=False)
     took = {"wall": time.monotonic() - t0, "controller": controller_cpu() - c0, "machine": machine_cpu() - m0,
@@ -106,6 +109,12 @@ def playbook(tree, name, calls=None):
     if res.returncode != 0:
         raise SystemExit("%s in %s failed:\n%s" % (name, tree, res.stdout[-3000:]))
     return took
+
+
+def python_version(bin_dir):
+    """'Python 3.11.7' of a virtualenv's bin directory."""
+    return subprocess.run([os.path.join(bin_dir, "python"), "--version"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, check=True).stdout.strip()
 
 
 def count(calls, head="spark1", worker="spark2"):
@@ -123,20 +132,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--baseline", default=None, help="commit to compare with (default origin/main or HEAD)")
+    ap.add_argument("--baseline-bin", default=BIN, help="bin directory of the virtualenv the baseline runs with")
     args = ap.parse_args()
     ref = args.baseline or ("origin/main" if git("rev-parse", "--verify", "origin/main").returncode == 0 else "HEAD")
     base, base_commit = baseline_tree(ref)
     dirty = " + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else ""
-    trees = [("baseline " + base_commit, base), ("this tree" + dirty, ROOT)]
+    python = ("", "") if args.baseline_bin == BIN else (" (%s)" % python_version(args.baseline_bin),
+                                                         " (%s)" % python_version(BIN))
+    trees = [("baseline " + base_commit + python[0], base), ("this tree" + dirty + python[1], ROOT)]
+    bins = {base: args.baseline_bin, ROOT: BIN}
     runs = collections.defaultdict(list)  # (label, case) -> [playbook() results]
     calls = {}  # (label, case) -> count() of the last run
     for run in range(args.runs):
         for label, tree in (trees if run % 2 == 0 else trees[::-1]):
-            playbook(tree, "teardown.yml")
+            playbook(tree, "teardown.yml", bin_dir=bins[tree])
             for case in ("cold", "re-run"):
                 with tempfile.NamedTemporaryFile(prefix="calls-", delete=False) as tmp:
                     path = tmp.name
-                took = playbook(tree, "deploy.yml", calls=path)
+                took = playbook(tree, "deploy.yml", calls=path, bin_dir=bins[tree])
                 calls[(label, case)] = count(path)
                 os.unlink(path)
                 recap = [line for line in took["out"].splitlines() if line.startswith(("spark1 ", "spark2 "))]
@@ -144,7 +157,7 @@ def main():
                     raise SystemExit("%s: the re-run changed something:\n%s" % (label, "\n".join(recap)))
                 took["tasks"] = recap_tasks(took["out"])
                 runs[(label, case)].append(took)
-            print("run %d %-34s cold %5.1f s %5.1f CPU-s  re-run %5.1f s %5.1f CPU-s" % (
+            print("run %d %-44s cold %5.1f s %5.1f CPU-s  re-run %5.1f s %5.1f CPU-s" % (
                 run + 1, label, runs[(label, "cold")][-1]["wall"], runs[(label, "cold")][-1]["machine"],
                 runs[(label, "re-run")][-1]["wall"], runs[(label, "re-run")][-1]["machine"]), flush=True)
     report(trees, runs, calls)
@@ -159,17 +172,17 @@ def report(trees, runs, calls):
     (bl, dummy), (ours, dummy) = trees
     for key, what in (("wall", "wall-clock seconds"), ("controller", "controller CPU-s"),
                       ("machine", "machine CPU-s (controller + the lab's hosts)")):
-        print("\n%s\n%-34s %-7s %7s %7s %7s" % (what, "tree", "case", "median", "min", "max"))
+        print("\n%s\n%-44s %-7s %7s %7s %7s" % (what, "tree", "case", "median", "min", "max"))
         for label, dummy in trees:
             for case in ("cold", "re-run"):
                 vals = [r[key] for r in runs[(label, case)]]
-                print("%-34s %-7s %7.1f %7.1f %7.1f" % (label, case, statistics.median(vals), min(vals), max(vals)))
-        print("%-34s ours / baseline: cold %.2fx, re-run %.2fx" % (
+                print("%-44s %-7s %7.1f %7.1f %7.1f" % (label, case, statistics.median(vals), min(vals), max(vals)))
+        print("%-44s ours / baseline: cold %.2fx, re-run %.2fx" % (
             "", med(runs, ours, "cold", key) / med(runs, bl, "cold", key),
             med(runs, ours, "re-run", key) / med(runs, bl, "re-run", key)))
     print()
     for label, dummy in trees:
-        print("%-34s re-run / cold = %.2fx (wall)" % (label, med(runs, label, "re-run", "wall") /
+        print("%-44s re-run / cold = %.2fx (wall)" % (label, med(runs, label, "re-run", "wall") /
                                                       med(runs, label, "cold", "wall")))
     print("\ntasks each host ran (ok + skipped + failed in its recap), head spark1 / worker spark2:")
     print("%-8s" % "case" + "".join("%22s" % label[:20] for label, dummy in trees))

@@ -44,8 +44,9 @@ def matrix_line(name):
 
 
 def find_python(version):
-    """python<version> that can make a virtualenv: on PATH, else pyenv's (as tests/controller-matrix.sh looks)."""
-    candidates = ["python%s" % version] + sorted(glob.glob(os.path.expanduser(
+    """python<version> that can make a virtualenv: the distribution's (built with PGO and LTO, as the
+    Makefile's PYTHON), else on PATH, else pyenv's (as tests/controller-matrix.sh looks)."""
+    candidates = ["/usr/bin/python%s" % version, "python%s" % version] + sorted(glob.glob(os.path.expanduser(
         "~/.pyenv/versions/%s*/bin/python%s" % (version, version))))
     for python in candidates:
         try:
