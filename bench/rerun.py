@@ -137,8 +137,9 @@ def main():
     ref = args.baseline or ("origin/main" if git("rev-parse", "--verify", "origin/main").returncode == 0 else "HEAD")
     base, base_commit = baseline_tree(ref)
     dirty = " + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else ""
-    python = ("", "") if args.baseline_bin == BIN else (" (%s)" % python_version(args.baseline_bin),
-                                                         " (%s)" % python_version(BIN))
+    python = ("", "")
+    if args.baseline_bin != BIN:
+        python = (" (%s)" % python_version(args.baseline_bin), " (%s)" % python_version(BIN))
     trees = [("baseline " + base_commit + python[0], base), ("this tree" + dirty + python[1], ROOT)]
     bins = {base: args.baseline_bin, ROOT: BIN}
     runs = collections.defaultdict(list)  # (label, case) -> [playbook() results]
