@@ -47,9 +47,18 @@ def ray_status(settle=True):
 
 @pytest.fixture(scope="module")
 def cluster(lab):
-    res = deploy()
+    res = deploy("-v")  # at -v: test_token_never_printed reads it
     assert res.returncode == 0, res.out[-3000:]
     return res
+
+
+def ran(out, task):
+    """Whether the task whose name starts with `task` ran on some host (ok or changed under its banner)."""
+    for part in out.split("\nTASK [")[1:]:
+        banner, dummy, results = part.partition("\n")
+        if task in banner:
+            return any(line.startswith(("ok: [", "changed: [")) for line in results.splitlines())
+    return False
 
 
 def test_cluster_spans_both_hosts_with_their_gpus(cluster):
@@ -80,10 +89,14 @@ def test_token_never_printed(cluster):
     """Nor at -v: a deploy's every phase (the token read back from the head and written on each host),
     here; the Ray containers recreated with it, in test_ray_runs_whatever_the_images_entrypoint."""
     token = lab_token()
-    assert token not in cluster.out
-    res = deploy("-v", "-e", "deploy_fast_rerun=false")
-    assert res.returncode == 0, res.out[-3000:]
-    assert "Read the cluster's Ray token back from the head" in res.out
+    res = cluster
+    # the file's first deploy, when it went through the Ray phase (it does after the file before it in
+    # this lane, which leaves no cluster); else (this file alone on a lab left serving) a full pass
+    if not (ran(res.out, "sparkops.inference.ray_cluster : Read the cluster's Ray token back from the head") and
+            ran(res.out, "sparkops.inference.ray_cluster : Keep the token root-only on each host")):
+        res = deploy("-v", "-e", "deploy_fast_rerun=false")
+        assert res.returncode == 0, res.out[-3000:]
+    assert ran(res.out, "sparkops.inference.ray_cluster : Read the cluster's Ray token back from the head")
     assert token not in res.out
 
 
