@@ -43,7 +43,10 @@ def _run(argv, timeout, env, cwd):
                     ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
                     PATH=BIN + os.pathsep + os.environ.get("PATH", ""), SPARKOPS_REPORT_DIR=REPORTS)
     full_env.update(env or {})
-    res = subprocess.run(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE,
+    # stdin: none. ssh makes the stdin it inherits non-blocking while it runs, and O_NONBLOCK belongs to
+    # the open file that this lane and every command it starts share: an ansible-playbook starting beside
+    # an ssh then refused to run ("Ansible requires blocking IO on stdin/stdout/stderr")
+    res = subprocess.run(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
     res.out = res.stdout
     return res
@@ -76,7 +79,7 @@ def _ssh_masters_done():
     for name in os.listdir(_SSH_MUX["dir"]):
         if name.startswith(prefix):
             subprocess.run(["ssh", "-o", "ControlPath=" + os.path.join(_SSH_MUX["dir"], name), "-O", "exit",
-                            name[len(prefix):]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            name[len(prefix):]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=10, check=False)
 
 
