@@ -6,8 +6,8 @@
 SHELL := /bin/bash
 # The controller's Python: the distribution's (/usr/bin/python3, 3.11 or newer, able to make a
 # virtualenv), else the first python3 on PATH. Distributions build theirs with PGO and LTO; pyenv's
-# default build has neither, and on it the controller spent 1.15x the CPU-s of a cold deploy and
-# ansible-lint 1.2x (docs/performance.md) - the suite is bound by the CPU.
+# default build has neither: on it a cold deploy's controller took 1.15x the CPU-s and ansible-lint
+# 1.2x (docs/performance.md) - and the suite is bound by the CPU.
 PYTHON ?= $(shell /usr/bin/python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' \
 	2>/dev/null && echo /usr/bin/python3 || echo python3)
 VENV ?= .venv

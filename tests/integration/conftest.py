@@ -79,8 +79,8 @@ def _ssh_masters_done():
     for name in os.listdir(_SSH_MUX["dir"]):
         if name.startswith(prefix):
             subprocess.run(["ssh", "-o", "ControlPath=" + os.path.join(_SSH_MUX["dir"], name), "-O", "exit",
-                            name[len(prefix):]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=10, check=False)
+                            name[len(prefix):]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=10, check=False)
 
 
 def ssh(host_ip, command):
@@ -213,8 +213,7 @@ _STATIC_THREAD = []
 def in_background(argv, times_file, nice=STATIC_NICE):
     """argv in a session (so an autogroup) of its own, that autogroup and its processes niced (where
     the kernel has no autogroups the file is absent - or reads empty, as in the project's CI - and plain
-    nice is all there is); the shell's
-    `times` (its children's user and system CPU) written to times_file."""
+    nice is all there is); the shell's `times` (its children's user and system CPU) written to times_file."""
     script = ('echo %d > /proc/self/autogroup 2>/dev/null; nice -n %d "$@"; rc=$?; times > "%s"; exit $rc'
               % (nice, nice, times_file))
     return ["setsid", "-w", "sh", "-c", script, "static-check"] + list(argv)

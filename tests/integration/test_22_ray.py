@@ -53,7 +53,8 @@ def cluster(lab):
 
 
 def ran(out, task):
-    """Whether the task whose name starts with `task` ran on some host (ok or changed under its banner)."""
+    """Whether the task whose banner holds `task` ran on some host (ok or changed under its banner; the first
+    such banner only)."""
     for part in out.split("\nTASK [")[1:]:
         banner, dummy, results = part.partition("\n")
         if task in banner:

@@ -98,8 +98,9 @@ def kill_deploy(extra=(), when=None, banner=None, what=""):
     for name in ("USER", "LOGNAME"):  # as under cron, a CI runner or an EE: the lock names the uid's account
         env.pop(name, None)
     proc = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "deploy.yml", "-i", "inventories/lab"]
-                            + list(extra), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if banner else subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+                            + list(extra), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE if banner else subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
     try:
         if banner:
             seen = any(line.startswith("TASK [" + banner) for line in proc.stdout)  # stops at the first
@@ -266,7 +267,8 @@ def test_a_second_deploy_while_one_runs_fails_at_once_naming_the_holder(lab):
     # every phase (a re-run check that found nothing to change would end before the others start)
     first = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "deploy.yml", "-i", "inventories/lab",
                               "-e", "deploy_fast_rerun=false"],
-                             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 60
         while time.time() < deadline and ssh(HOSTS[0], "test -f /var/lib/sparkops/deploy.lock").returncode:
