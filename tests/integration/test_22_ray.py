@@ -66,6 +66,12 @@ def test_cluster_spans_both_hosts_with_their_gpus(cluster):
     out = ray_status()
     assert out.count(" node_") == 2
     assert "/2.0 GPU" in out
+    # the engine's driver connected (its rank is a Ray actor) and Ray started no idle workers ahead
+    # of it (RAY_prestart_worker_first_driver=0: one per core otherwise - a Spark's memory)
+    procs = [l.split(None, 1)[-1] for l in ssh(SPARK1, "docker top sparkops-ray-head -eo pid,args").out.splitlines()]
+    actors = [p for p in procs if p.startswith("ray::") and p.split()[0] not in
+              ("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent")]
+    assert actors and not [p for p in procs if p.startswith("ray::IDLE")], procs
 
 
 def test_nodes_advertise_their_fabric_addresses(cluster):

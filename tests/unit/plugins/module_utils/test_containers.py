@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 
 import pytest
 
@@ -113,7 +114,8 @@ def test_ray_head_and_worker_commands():
         "ray", "start", "--head", "--port", "6379", "--block", "--node-ip-address", "192.168.100.10",
         "--num-gpus", "1", "--disable-usage-stats", "--include-dashboard", "false"]
     assert head["env"] == {"VLLM_HOST_IP": "192.168.100.10", "RAY_NODE_IP_ADDRESS": "192.168.100.10",
-                           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/run/sparkops/ray-token"}
+                           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/run/sparkops/ray-token",
+                           "RAY_prestart_worker_first_driver": "0"}
     assert head["network_mode"] == "host" and head["ipc_mode"] == "host"
     assert head["labels"]["sparkops.role"] == "ray-head"
     worker = ray_container(dict(copy.deepcopy(RAY), head=False, address="192.168.100.11",
@@ -122,6 +124,20 @@ def test_ray_head_and_worker_commands():
     assert worker["command"][worker["command"].index("--node-manager-port") + 1] == "6380"
     assert worker["command"][worker["command"].index("--max-worker-port") + 1] == "10999"
     assert worker["labels"]["sparkops.role"] == "ray-worker"
+
+
+def test_ray_starts_no_idle_workers_ahead_of_the_engine_unless_the_inventory_says_so(fixture_text):
+    """The prestart's cost, as captured on a 16-core host: the setting our containers turn off."""
+    runs = dict((r["setting"], r) for r in json.loads(fixture_text("h100-ray-prestart", "summary.json"))["runs"])
+    assert runs["default"]["idle_workers"] >= 8 and runs["no-first-driver-prestart"]["idle_workers"] == 0
+    for head in (True, False):
+        spec = ray_container(dict(copy.deepcopy(RAY), head=head))
+        assert spec["env"]["RAY_prestart_worker_first_driver"] == "0"
+    # the inventory's ray_cluster_env has the last word
+    spec = ray_container(dict(copy.deepcopy(RAY), env={"RAY_prestart_worker_first_driver": "1"}))
+    assert spec["env"]["RAY_prestart_worker_first_driver"] == "1"
+    # the engine's container is not a Ray node: its driver starts no raylet
+    assert "RAY_prestart_worker_first_driver" not in engine_container(copy.deepcopy(ENGINE))["env"]
 
 
 def test_no_env_file_means_none_given():
