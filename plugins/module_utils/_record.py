@@ -238,7 +238,8 @@ def describe(diff):
     if diff["what"] == "inputs" and diff["recorded"] is None:
         return "inputs: the record holds no digest of the deploy's variables (written before they were recorded)"
     if diff["what"] == "inputs":
-        return ("inputs: the deploy's variables differ from those of the recorded deploy (digest %s... now %s...)"
+        return ("inputs: the deploy's variables or this collection's build differ from those of the recorded deploy "
+                "(digest %s... now %s...)"
                 % (str(diff["recorded"])[:12], str(diff["now"])[:12]))
     if diff["key"] == "recorded":
         return "%s: not in the record (a candidate the recorded deploy did not have)" % diff["what"]

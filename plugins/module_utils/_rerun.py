@@ -9,7 +9,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+import os
+
 from ansible_collections.sparkops.inference.plugins.module_utils._text import truncate
+
+# what says which build of this collection runs, first found wins: an installed collection's
+# MANIFEST.json (it names FILES.json's checksum, which covers every file), a checkout's galaxy.yml
+IDENTITY_FILES = ("MANIFEST.json", "galaxy.yml")
 
 
 def reasons(asked, checks, head):
@@ -26,6 +33,21 @@ def reasons(asked, checks, head):
     if not out and "completion" not in (head_result if isinstance(head_result, dict) else {}):
         out.append("%s: the engine was not asked for a completion" % head)
     return out
+
+
+def collection_identity(role_path):
+    """Which build of this collection runs, for the deploy's inputs digest: a collection upgraded
+    since the last deploy (a container's spec may have changed with it) is a change to deploy, not
+    a re-run to skip. role_path: a role of this collection (its root is two levels up).
+    'FILE:sha256' of the first of IDENTITY_FILES there; '' when neither is."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(role_path)))
+    for name in IDENTITY_FILES:
+        try:
+            with open(os.path.join(root, name), "rb") as f:
+                return "%s:%s" % (name, hashlib.sha256(f.read()).hexdigest())
+        except (IOError, OSError):
+            continue
+    return ""
 
 
 def summary(reasons_found, recorded_at, limit=1500):

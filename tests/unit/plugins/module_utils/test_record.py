@@ -177,7 +177,8 @@ def test_the_rerun_check_names_other_inputs_and_moved_images_drift_does_not_ask(
     assert [(d["what"], d["key"]) for d in moved] == [
         ("inputs", "digest"), ("image reg/new:1", "recorded"), ("image reg/vllm:0.17.0", "id")]
     assert [describe(d) for d in moved] == [
-        "inputs: the deploy's variables differ from those of the recorded deploy (digest aaaaaaaaaaaa... now bbbbbbbbbbbb...)",
+        "inputs: the deploy's variables or this collection's build differ from those of the recorded deploy "
+        "(digest aaaaaaaaaaaa... now bbbbbbbbbbbb...)",
         "image reg/new:1: not in the record (a candidate the recorded deploy did not have)",
         "image reg/vllm:0.17.0: id was sha256:4261, now sha256:9999"]
     # a record written before the digest was kept: never taken as unchanged

@@ -5,7 +5,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.sparkops.inference.plugins.filter.rerun import rerun_reasons, rerun_summary
+import hashlib
+
+from ansible_collections.sparkops.inference.plugins.filter.rerun import collection_identity, rerun_reasons, rerun_summary
 
 HOSTS = ["spark1", "spark2"]
 SAME = {"recorded_at": "2026-12-06T12:00:00+0000", "lines": []}
@@ -43,3 +45,19 @@ def test_a_long_list_of_reasons_is_cut_at_a_word():
     text = rerun_summary(found)
     assert text.startswith("full deploy: spark0: container") and text.endswith("...")
     assert len(text) <= len("full deploy: ") + 1500
+
+
+def test_the_collections_build_is_named_by_its_manifest_else_its_galaxy_yml(tmp_path):
+    """An installed collection (MANIFEST.json: it names FILES.json's checksum, so any file changes it)
+    or a checkout (galaxy.yml); an upgrade changes the deploy's digest, so its first deploy runs every phase."""
+    role = tmp_path / "roles" / "deploy"
+    role.mkdir(parents=True)
+    assert collection_identity(str(role)) == ""
+    (tmp_path / "galaxy.yml").write_text("version: 0.3.0\n")
+    checkout = collection_identity(str(role))
+    assert checkout == "galaxy.yml:" + hashlib.sha256(b"version: 0.3.0\n").hexdigest()
+    (tmp_path / "MANIFEST.json").write_text('{"file_manifest_file": {"chksum_sha256": "aa"}}')
+    installed = collection_identity(str(role))
+    assert installed.startswith("MANIFEST.json:") and installed != checkout
+    (tmp_path / "MANIFEST.json").write_text('{"file_manifest_file": {"chksum_sha256": "bb"}}')  # a file changed
+    assert collection_identity(str(role) + "/") not in ("", installed)
