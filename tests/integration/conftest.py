@@ -104,6 +104,12 @@ def engine_phase(*extra, **kw):
     return playbook("deploy.yml", "-i", "inventories/lab", "--tags", "model_server", *extra, **kw)
 
 
+def task_sections(out, title):
+    """What the play printed under each task whose banner holds `title`, in order: [(banner, results)]."""
+    return [(banner, results) for banner, dummy, results in
+            (part.partition("\n") for part in out.split("\nTASK [")[1:]) if title in banner]
+
+
 def flat(text):
     """Output with its line breaks and runs of spaces as single spaces (messages wrap)."""
     return " ".join(text.split())

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import LAB, ROOT, playbook, run, ssh, still_serves
+from conftest import LAB, ROOT, playbook, run, ssh, still_serves, task_sections
 
 
 def inventory(tmp_path, text):
@@ -79,9 +79,9 @@ def test_deploy_on_the_lab_twice(lab, tmp_path):
 
 def task_section(out, title):
     """What the play printed under the task whose title holds `title` (its results and diffs)."""
-    parts = [p for p in out.split("TASK [")[1:] if title in p.split("\n", 1)[0]]
+    parts = task_sections(out, title)
     assert parts, "no task %r ran" % title
-    return "\n".join(parts)
+    return "\n".join(banner + "\n" + results for banner, results in parts)
 
 
 def containers(ip):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import playbook, run, ssh
+from conftest import playbook, run, ssh, task_sections
 
 SPARK1, SPARK2 = "10.77.0.11", "10.77.0.12"
 IMAGE = "10.77.0.5:5000/sparkops/lab-engine:ray-2.60.0"
@@ -55,11 +55,8 @@ def cluster(lab):
 def ran(out, task):
     """Whether the task whose banner holds `task` ran on some host (ok or changed under its banner; the first
     such banner only)."""
-    for part in out.split("\nTASK [")[1:]:
-        banner, dummy, results = part.partition("\n")
-        if task in banner:
-            return any(line.startswith(("ok: [", "changed: [")) for line in results.splitlines())
-    return False
+    sections = task_sections(out, task)
+    return bool(sections) and any(line.startswith(("ok: [", "changed: [")) for line in sections[0][1].splitlines())
 
 
 def test_cluster_spans_both_hosts_with_their_gpus(cluster):
