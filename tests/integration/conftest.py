@@ -247,6 +247,14 @@ def _run_static_checks(names):
                 STATIC_RESULTS[name] = exc
             STATIC_TIMES[name] = {"began_s": round(start - t0, 1), "wall_s": round(time.time() - start, 1),
                                   "cpu_s": _children_cpu(times.name), "nice": STATIC_NICE}
+        # the whole output beside timings.json (a failed check's assertion shows only part of it)
+        result = STATIC_RESULTS[name]
+        try:
+            os.makedirs(os.path.join(ROOT, "tests", "output"), exist_ok=True)
+            with open(os.path.join(ROOT, "tests", "output", "static-%s.log" % name), "w") as f:
+                f.write(result.out if not isinstance(result, Exception) else repr(result))
+        except OSError:
+            pass
 
 
 def pytest_collection_finish(session):

@@ -14,15 +14,29 @@ MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modul
                  if f.endswith(".py") and not f.startswith("_"))
 
 
+# what names a failure in a check's output: pytest's and ansible-test's words
+FAILURE_LINE = re.compile(r"^(ERROR\b|FAILED\b|E {3}|=+ (FAILURES|ERRORS) =+|Traceback )|\bfailed\b", re.M)
+
+
+def why(out, tail=3000):
+    """A check's failure as CI prints it: every line that names one (a few lines of context each,
+    the first 60), then the output's end - a tail alone showed only a matrix's last pip installs."""
+    lines = out.splitlines()
+    keep = sorted(set(j for i, line in enumerate(lines) if FAILURE_LINE.search(line)
+                      for j in range(max(0, i - 2), min(len(lines), i + 3))))[:300]
+    named = "\n".join(lines[j] for j in keep)
+    return "lines naming a failure:\n%s\n... the output's end:\n%s" % (named[-6000:] or "(none)", out[-tail:])
+
+
 def test_ansible_lint_production_profile():  # name holds 'lint' (conftest.STATIC_CHECKS)
     res = static_check("lint")
-    assert res.returncode == 0, res.out[-4000:]
+    assert res.returncode == 0, why(res.out)
     assert "Profile 'production' was required, and it passed" in res.out
 
 
 def test_ansible_test_sanity():
     res = static_check("sanity")
-    assert res.returncode == 0, res.out[-6000:]
+    assert res.returncode == 0, why(res.out)
 
 
 def test_units_and_sanity_on_the_controller_matrix():
@@ -30,7 +44,7 @@ def test_units_and_sanity_on_the_controller_matrix():
     # a machine that lacks a Python of the matrix fails the run (the README calls each version tested)
     missing = re.findall(r"^MISSING: (.*)$", res.out, re.M)
     assert not missing, "controller matrix incomplete: " + "; ".join(missing)
-    assert res.returncode == 0, res.out[-6000:]
+    assert res.returncode == 0, why(res.out)
     with open(os.path.join(ROOT, "tests", "controller-matrix.txt")) as f:
         matrix = [line.split() for line in f if line.strip() and not line.startswith("#")]
     assert len(matrix) >= 2
