@@ -19,13 +19,14 @@ FAILURE_LINE = re.compile(r"^(ERROR\b|FAILED\b|E {3}|=+ (FAILURES|ERRORS) =+|Tra
 
 
 def why(out, tail=3000):
-    """A check's failure as CI prints it: every line that names one (a few lines of context each,
-    the first 60), then the output's end - a tail alone showed only a matrix's last pip installs."""
+    """A check's failure as CI prints it: every line that names one, two lines of context each side
+    (the first 6,000 characters of them: the first failure is the one to read), then the output's
+    end - a tail alone showed only a matrix's last pip installs."""
     lines = out.splitlines()
     keep = sorted(set(j for i, line in enumerate(lines) if FAILURE_LINE.search(line)
-                      for j in range(max(0, i - 2), min(len(lines), i + 3))))[:300]
+                      for j in range(max(0, i - 2), min(len(lines), i + 3))))
     named = "\n".join(lines[j] for j in keep)
-    return "lines naming a failure:\n%s\n... the output's end:\n%s" % (named[-6000:] or "(none)", out[-tail:])
+    return "lines naming a failure:\n%s\n... the output's end:\n%s" % (named[:6000] or "(none)", out[-tail:])
 
 
 def test_ansible_lint_production_profile():  # name holds 'lint' (conftest.STATIC_CHECKS)
